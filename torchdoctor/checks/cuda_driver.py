@@ -1,0 +1,82 @@
+"""cuda.driver: does the NVIDIA driver support the CUDA version torch was built with?"""
+
+from __future__ import annotations
+
+from ..data import compat
+from ..facts import Facts, dig
+from ..model import Remedy, Status, Verdict, verdict
+from .common import Context, gpu_variant, reinstall_torch
+
+ID = "cuda.driver"
+TITLE = "NVIDIA driver vs the wheel's CUDA"
+
+
+def cuda_from_driver_api(value: int | None) -> str | None:
+    """NVML's 12020 -> '12.2' (the newest CUDA the driver supports)."""
+    if not value:
+        return None
+    return f"{value // 1000}.{(value % 1000) // 10}"
+
+
+def check(facts: Facts, ctx: Context) -> Verdict:
+    nv = dig(facts, "nvml", {})
+    wheel_cuda = dig(facts, "torch.build.cuda")
+    if nv.get("status") != "ok":
+        reason = nv.get("error") or nv.get("status") or "no NVML"
+        status = Status.FAIL if ctx.expect == "cuda" else Status.SKIP
+        return verdict(
+            status,
+            f"no NVIDIA driver found ({reason})",
+            {"nvml": nv},
+            [Remedy("Install the NVIDIA driver; in a container, start it with `--gpus all`.")]
+            if status == Status.FAIL
+            else [],
+        )
+    driver = nv.get("driver_version")
+    max_cuda = cuda_from_driver_api(nv.get("cuda_driver_version"))
+    details = {"driver_version": driver, "driver_max_cuda": max_cuda, "wheel_cuda": wheel_cuda}
+    base = f"driver {driver} (supports CUDA ≤ {max_cuda or '?'})"
+    if not wheel_cuda:
+        return verdict(Status.PASS, f"{base}; the installed torch is not a CUDA build", details)
+    support = compat.driver_support(driver, wheel_cuda)
+    details["support"] = support
+    mm = compat.cuda_major_minor(wheel_cuda)
+    need = compat.TOOLKIT_MIN_DRIVER.get(mm or "")
+    details["min_driver_full"] = need
+    if support == "full":
+        return verdict(Status.PASS, f"{base} fully supports the wheel's CUDA {wheel_cuda}", details)
+    variant = gpu_variant(facts)
+    fix_wheel = (
+        [
+            reinstall_torch(
+                facts, variant, f"Or keep this driver and install a wheel it supports ({variant})."
+            )
+        ]
+        if variant
+        else []
+    )
+    upgrade = Remedy(
+        f"Upgrade the NVIDIA driver to {need or 'a newer release'} or later.",
+        ("nvidia-smi", "sudo ubuntu-drivers install  # or your distribution's driver package"),
+    )
+    if support == "minor_compat":
+        return verdict(
+            Status.WARN,
+            f"{base} runs the wheel's CUDA {wheel_cuda} only through minor-version compatibility "
+            f"(full support needs ≥ {need}); PTX JIT of newer code will fail",
+            details,
+            [upgrade, *fix_wheel],
+        )
+    if support == "too_old":
+        return verdict(
+            Status.FAIL,
+            f"{base} is too old for the wheel's CUDA {wheel_cuda} (needs ≥ {need or 'a newer driver'})",
+            details,
+            [upgrade, *fix_wheel],
+        )
+    return verdict(
+        Status.WARN,
+        f"{base}; no table entry for CUDA {wheel_cuda}",
+        details,
+        [Remedy("Compare the driver with NVIDIA's CUDA release notes by hand.")],
+    )

@@ -1,0 +1,216 @@
+"""torch.install: is torch importable, from where, once, with matching companions and NumPy?"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..data import compat
+from ..facts import Facts, dig
+from ..model import Remedy, Status, Verdict, verdict
+from .common import Context, gpu_variant, nvml_gpus, python_cmd, reinstall_torch
+
+ID = "torch.install"
+TITLE = "PyTorch installation"
+
+
+def local_tag(version: str | None) -> str | None:
+    """'2.8.0+cu128' -> 'cu128'; None for a PyPI build without a local tag."""
+    return version.split("+", 1)[1] if version and "+" in version else None
+
+
+def _install_variant(facts: Facts) -> str:
+    if nvml_gpus(facts):
+        return gpu_variant(facts) or "cu126"
+    return "cpu"
+
+
+def _missing(facts: Facts, ctx: Context) -> Verdict:
+    variant = _install_variant(facts)
+    pip = python_cmd(facts)
+    url = compat.INDEX_URL.format(variant=variant)
+    why = (
+        f"an NVIDIA driver {dig(facts, 'nvml.driver_version')} is present, so the {variant} build fits"
+        if variant != "cpu"
+        else "no NVIDIA GPU is visible, so the CPU build (a few hundred MB, not several GB) fits"
+    )
+    if dig(facts, "platform.system") == "Darwin":
+        why, cmd = "on macOS the PyPI wheel includes MPS support", f"{pip} install torch"
+    else:
+        cmd = f"{pip} install torch --index-url {url}"
+    return verdict(
+        Status.FAIL,
+        f"torch is not installed for {dig(facts, 'platform.executable', 'this Python')}",
+        {"error": dig(facts, "torch.error")},
+        [Remedy(f"Install torch: {why}.", (cmd,))],
+    )
+
+
+_LIB = re.compile(r"(lib[\w+-]+\.so(?:\.[\d.]+)?)")
+
+
+def _import_error(facts: Facts) -> Verdict:
+    err = dig(facts, "torch.error", {})
+    message = f"{err.get('type', 'Error')}: {err.get('message', '')}".strip()
+    details: dict[str, Any] = {"error": err}
+    pip = python_cmd(facts)
+    lib = _LIB.search(message)
+    remedies: list[Remedy]
+    if "undefined symbol" in message:
+        remedies = [
+            Remedy(
+                "A library on LD_LIBRARY_PATH (often a system CUDA) shadows the one torch's wheel "
+                "ships. Run Python without those paths.",
+                ("env -u LD_LIBRARY_PATH python -c 'import torch'",),
+            )
+        ]
+    elif lib and "cannot open shared object file" in message:
+        details["missing_library"] = lib.group(1)
+        remedies = [
+            Remedy(
+                f"{lib.group(1)} comes from a pip `nvidia-*` wheel that is missing or half "
+                "uninstalled. Remove torch and every nvidia-* wheel, then reinstall from one index.",
+                (
+                    f"{pip} freeze | grep -E '^(torch|nvidia-)' | cut -d= -f1 | xargs {pip} "
+                    "uninstall -y",
+                    f"{pip} install torch --index-url "
+                    + compat.INDEX_URL.format(variant=_install_variant(facts)),
+                ),
+            )
+        ]
+    elif "numpy" in message.lower():
+        remedies = [
+            Remedy("torch was built against another NumPy ABI.", (f'{pip} install "numpy<2"',))
+        ]
+    else:
+        remedies = [
+            Remedy(
+                "Reinstall torch cleanly into this environment.",
+                (f"{pip} install --force-reinstall --no-cache-dir torch",),
+            )
+        ]
+    return verdict(
+        Status.FAIL, f"import torch failed: {message.splitlines()[0][:200]}", details, remedies
+    )
+
+
+def _companions(facts: Facts, torch_version: str) -> list[tuple[str, Remedy]]:
+    """torchvision 0.(N+15) and torchaudio 2.N pair with torch 2.N; local tags must agree."""
+    problems: list[tuple[str, Remedy]] = []
+    dists = dig(facts, "packages.distributions", {})
+    tv = compat.parse_version(torch_version)
+    tag = local_tag(torch_version)
+    variant = tag or ("cpu" if dig(facts, "torch.build.variant") == "cpu" else None)
+    for name, expected in (
+        ("torchvision", (0, tv[1] + compat.TORCHVISION_MINOR_OFFSET) if len(tv) > 1 else None),
+        ("torchaudio", tv[:2] if len(tv) > 1 else None),
+    ):
+        if name not in dists:
+            continue
+        ver = dists[name]["version"]
+        got = compat.parse_version(ver)[:2]
+        other_tag = local_tag(ver)
+        if expected and tv[0] == 2 and got != expected:
+            problems.append(
+                (
+                    f"{name} {ver} is built for another torch (torch {torch_version} pairs with "
+                    f"{name} {expected[0]}.{expected[1]}.x)",
+                    reinstall_torch(
+                        facts,
+                        variant or "cpu",
+                        "Mismatched companions fail at import "
+                        "with 'operator torchvision::nms does not exist'.",
+                    ),
+                )
+            )
+        elif tag and other_tag and other_tag != tag:
+            problems.append(
+                (
+                    f"{name} {ver} is a {other_tag} build but torch is {tag}",
+                    reinstall_torch(
+                        facts, tag, "Companions of another CUDA variant fail at import."
+                    ),
+                )
+            )
+    return problems
+
+
+def _numpy(facts: Facts, torch_version: str) -> tuple[str, Remedy] | None:
+    np = dig(facts, "packages.distributions.numpy.version")
+    if (
+        np
+        and compat.parse_version(np)[:1] >= (2,)
+        and compat.parse_version(torch_version)[:2] < (2, 3)
+    ):
+        return (
+            f"numpy {np} with torch {torch_version}: torch older than 2.3 was built against NumPy 1.x",
+            Remedy(
+                "Pin NumPy below 2, or upgrade torch.", (f'{python_cmd(facts)} install "numpy<2"',)
+            ),
+        )
+    return None
+
+
+def _duplicates(facts: Facts) -> tuple[str, Remedy] | None:
+    dists = dig(facts, "packages.torch_distributions", [])
+    locations = sorted({d.get("location") for d in dists})
+    if len(locations) > 1:
+        listing = ", ".join(f"{d['version']} in {d['location']}" for d in dists)
+        return (
+            f"{len(dists)} copies of torch are visible ({listing})",
+            Remedy(
+                "Keep one: uninstall the copy you do not use (a user-site copy is the usual "
+                "culprit), or start Python with PYTHONNOUSERSITE=1.",
+                (f"{python_cmd(facts)} uninstall -y torch", "export PYTHONNOUSERSITE=1"),
+            ),
+        )
+    return None
+
+
+def check(facts: Facts, ctx: Context) -> Verdict:
+    status = dig(facts, "torch.status")
+    if status == "missing":
+        return _missing(facts, ctx)
+    if status == "import_error":
+        return _import_error(facts)
+    if status != "ok":
+        probe = dig(facts, "probe.torch", {})
+        return verdict(
+            Status.ERROR,
+            f"the torch probe did not get through `import torch`: {probe.get('message') or status}",
+            {"probe": probe},
+            [
+                Remedy(
+                    "Run the import by hand to see where it stops; a hang here is usually a "
+                    "network filesystem or a broken extension module on the path.",
+                    (
+                        f"{dig(facts, 'platform.executable', 'python')} -X importtime -c 'import torch'",
+                    ),
+                )
+            ],
+        )
+    version = dig(facts, "torch.version", "?")
+    details = {
+        "version": version,
+        "file": dig(facts, "torch.file"),
+        "import_s": dig(facts, "torch.import_s"),
+        "companions": {
+            k: v["version"]
+            for k, v in dig(facts, "packages.distributions", {}).items()
+            if k != "torch"
+        },
+    }
+    problems = _companions(facts, version)
+    for extra in (_numpy(facts, version), _duplicates(facts)):
+        if extra:
+            problems.append(extra)
+    if problems:
+        details["problems"] = [p for p, _ in problems]
+        return verdict(
+            Status.FAIL, "; ".join(p for p, _ in problems), details, [r for _, r in problems]
+        )
+    where = dig(facts, "torch.file", "")
+    summary = f"torch {version} imports in {dig(facts, 'torch.import_s', 0):.2f} s from {where.rsplit('/', 2)[0]}"
+    if "numpy" not in dig(facts, "packages.distributions", {}):
+        summary += " (numpy not installed: tensor.numpy() will not work)"
+    return verdict(Status.PASS, summary, details)

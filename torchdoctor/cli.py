@@ -1,0 +1,246 @@
+"""The command line. Thin on purpose: parse, call one function, exit with the report's code.
+
+Exit codes: 0 nothing at or above the fail level, 1 something is, 2 bad usage, 3 internal error.
+Nothing imported at module level touches torch, so ``--version`` and ``list-checks`` stay fast.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import traceback
+from pathlib import Path
+
+import click
+
+from . import __version__
+
+EXPECT = ("auto", "cpu", "cuda", "mps")
+FORMATS = ("text", "json", "markdown", "junit")
+EXIT_USAGE = 2
+EXIT_INTERNAL = 3
+
+
+def _split_ids(values: tuple[str, ...]) -> list[str]:
+    return [v.strip() for raw in values for v in raw.split(",") if v.strip()]
+
+
+def _validate_ids(ids: list[str], option: str) -> None:
+    from .checks import by_id
+
+    known = by_id()
+    unknown = [i for i in ids if i not in known]
+    if unknown:
+        raise click.BadParameter(
+            f"unknown check id {', '.join(map(repr, unknown))}; valid ids: {', '.join(known)}",
+            param_hint=option,
+        )
+
+
+def _check_writable(path: str | None, option: str) -> None:
+    if not path:
+        return
+    p = Path(path)
+    parent = p.parent if str(p.parent) else Path(".")
+    if p.is_dir():
+        raise click.BadParameter(f"{path!r} is a directory", param_hint=option)
+    if not parent.is_dir():
+        raise click.BadParameter(f"directory {str(parent)!r} does not exist", param_hint=option)
+    if not os.access(p if p.exists() else parent, os.W_OK):
+        raise click.BadParameter(f"{path!r} is not writable", param_hint=option)
+
+
+def _use_color(stream) -> bool:
+    return stream.isatty() and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "-V", "--version", prog_name="torchdoctor")
+def cli() -> None:
+    """A doctor for PyTorch environments: what is wrong, why, and the command that fixes it."""
+
+
+@cli.command("list-checks")
+@click.option("--json", "as_json", is_flag=True, help="Print the list as JSON.")
+def list_checks(as_json: bool) -> None:
+    """List the ids and titles of every check."""
+    from .checks import ALL
+
+    rows = [{"id": m.ID, "title": m.TITLE} for m in ALL]
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    width = max(len(r["id"]) for r in rows)
+    for r in rows:
+        click.echo(f"{r['id']:<{width}}  {r['title']}")
+
+
+@cli.command("check")
+@click.option(
+    "--expect",
+    type=click.Choice(EXPECT),
+    default="auto",
+    show_default=True,
+    help="What the environment should provide; 'cuda' fails without a usable GPU.",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(FORMATS),
+    default=None,
+    help="Report format (default: text).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Short for --format json.")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Also write the report to FILE.",
+)
+@click.option("-v", "--verbose", is_flag=True, help="Show every check's details and remedies.")
+@click.option("--only", multiple=True, metavar="ID[,ID]", help="Run only these checks.")
+@click.option("--skip", multiple=True, metavar="ID[,ID]", help="Do not run these checks.")
+@click.option(
+    "--fail-on",
+    type=click.Choice(["warn", "fail"]),
+    default="fail",
+    show_default=True,
+    help="Lowest status that makes the exit code 1 (error counts as fail).",
+)
+@click.option(
+    "--python",
+    "python",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="Diagnose the environment of this interpreter (a venv, a conda env).",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=1, max=3600),
+    default=60.0,
+    show_default=True,
+    help="Seconds the torch probe may take before it is killed.",
+)
+@click.option(
+    "--facts",
+    "facts_file",
+    type=click.Path(),
+    default=None,
+    help="Judge recorded facts from FILE instead of probing this machine.",
+)
+@click.option(
+    "--dump-facts",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Write the gathered facts to FILE (to replay with --facts).",
+)
+@click.option(
+    "--redact",
+    is_flag=True,
+    help="Remove home paths, user/host names, GPU UUIDs and serials from the report.",
+)
+@click.option(
+    "--no-smoke", is_flag=True, help="Skip the smoke tests that run torch on each device."
+)
+@click.option(
+    "--smoke-size",
+    type=click.Choice(["quick", "full"]),
+    default="quick",
+    show_default=True,
+    help="How long the smoke tests run.",
+)
+def check(
+    expect: str,
+    fmt: str | None,
+    as_json: bool,
+    output: str | None,
+    verbose: bool,
+    only: tuple[str, ...],
+    skip: tuple[str, ...],
+    fail_on: str,
+    python: str | None,
+    timeout: float,
+    facts_file: str | None,
+    dump_facts: str | None,
+    redact: bool,
+    no_smoke: bool,
+    smoke_size: str,
+) -> None:
+    """Inspect this machine's PyTorch environment and judge it."""
+    from . import engine
+    from . import facts as facts_mod
+    from .checks.common import Context
+    from .render import RENDERERS
+
+    if as_json and fmt not in (None, "json"):
+        raise click.UsageError("--json conflicts with --format " + fmt)
+    fmt = "json" if as_json else (fmt or "text")
+    only_ids, skip_ids = _split_ids(only), _split_ids(skip)
+    _validate_ids(only_ids, "--only")
+    _validate_ids(skip_ids, "--skip")
+    _check_writable(output, "--output")
+    _check_writable(dump_facts, "--dump-facts")
+    if facts_file:
+        try:
+            facts = facts_mod.load(facts_file)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--facts") from exc
+    else:
+        opts = facts_mod.GatherOptions(
+            python=python or sys.executable,
+            timeout_s=timeout,
+            smoke=not no_smoke,
+            smoke_size=smoke_size,
+        )
+        facts = facts_mod.gather(opts)
+    if dump_facts:
+        facts_mod.dump(facts, dump_facts)
+    ctx = Context(expect=expect, smoke=not no_smoke)
+    report = engine.diagnose(facts, ctx, engine.select(only_ids, skip_ids), fail_on=fail_on)
+    doc = report.to_dict()
+    if redact:
+        from .redact import redact as redact_doc
+
+        doc = redact_doc(doc)
+    render = RENDERERS[fmt]
+    click.echo(render(doc, verbose, _use_color(sys.stdout) and fmt == "text"), nl=False)
+    if output:
+        try:
+            Path(output).write_text(render(doc, verbose, False), encoding="utf-8")
+        except OSError as exc:
+            raise click.BadParameter(
+                f"cannot write {output!r}: {exc.strerror}", "--output"
+            ) from exc
+    raise click.exceptions.Exit(report.exit_code())
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: click's errors keep their codes; anything else is exit 3 in one line."""
+    args = sys.argv[1:] if argv is None else argv
+    try:
+        rc = cli.main(args=args, prog_name="torchdoctor", standalone_mode=False)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(EXIT_USAGE)
+    except click.exceptions.Abort:
+        click.echo("Aborted.", err=True)
+        sys.exit(130)
+    except KeyboardInterrupt:
+        click.echo("Interrupted.", err=True)
+        sys.exit(130)
+    except BrokenPipeError:
+        # `torchdoctor check | head`: the reader went away; not our error.
+        os._exit(0)
+    except Exception as exc:  # noqa: BLE001 - never a traceback for a user
+        if "-v" in args or "--verbose" in args:
+            traceback.print_exc()
+        click.echo(
+            f"torchdoctor: internal error: {type(exc).__name__}: {exc} "
+            "(re-run with -v for the traceback, and please report it)",
+            err=True,
+        )
+        sys.exit(EXIT_INTERNAL)
+    # Non-standalone click returns a command's exit code (an int) or its return value.
+    sys.exit(rc if isinstance(rc, int) else 0)

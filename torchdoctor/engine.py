@@ -1,0 +1,44 @@
+"""Run the selected checks over facts. A check that raises becomes an ``error`` result."""
+
+from __future__ import annotations
+
+import time
+import traceback
+from collections.abc import Iterable
+from types import ModuleType
+
+from . import __version__
+from .checks import ALL
+from .checks.common import Context
+from .facts import Facts
+from .model import CheckResult, Remedy, Report, Status
+
+
+def run_check(module: ModuleType, facts: Facts, ctx: Context) -> CheckResult:
+    t0 = time.perf_counter()
+    try:
+        v = module.check(facts, ctx)
+        result = CheckResult(module.ID, module.TITLE, v.status, v.summary, v.details, v.remedies)
+    except Exception as exc:  # noqa: BLE001 - one broken check must not lose the report
+        result = CheckResult(
+            module.ID,
+            module.TITLE,
+            Status.ERROR,
+            f"the check itself failed: {type(exc).__name__}: {exc}",
+            {"traceback": traceback.format_exc(limit=8)},
+            [Remedy("This is a torchdoctor bug; please report it with `--dump-facts facts.json`.")],
+        )
+    result.duration_s = time.perf_counter() - t0
+    return result
+
+
+def select(only: Iterable[str] = (), skip: Iterable[str] = ()) -> list[ModuleType]:
+    only, skip = set(only), set(skip)
+    return [m for m in ALL if (not only or m.ID in only) and m.ID not in skip]
+
+
+def diagnose(
+    facts: Facts, ctx: Context, modules: list[ModuleType], fail_on: str = "fail"
+) -> Report:
+    checks = [run_check(m, facts, ctx) for m in modules]
+    return Report(__version__, ctx.expect, checks, facts, fail_on=fail_on)

@@ -1,0 +1,199 @@
+"""Run a probe script in a child process with a deadline, and keep whatever it said.
+
+Why a child: CUDA initialisation can hang in a C call (no signal interrupts it) or segfault.
+The child gets its own process session so a timeout kills it and anything it spawned.
+Its stdout is read line by line as it arrives; a line is one JSON event (see torch_probe.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+STDERR_TAIL_CHARS = 4000
+
+
+@dataclass
+class ProbeRun:
+    """What a probe left behind, whichever way it ended."""
+
+    status: str  # ok | timeout | crashed | failed | not_started
+    stages: dict[str, Any] = field(default_factory=dict)  # stage -> data
+    errors: dict[str, dict[str, Any]] = field(default_factory=dict)  # stage -> error record
+    stage_durations: dict[str, float] = field(default_factory=dict)
+    unfinished_stage: str | None = None  # begun and never ended: where it hung or died
+    phase: str | None = None
+    returncode: int | None = None
+    signal: str | None = None
+    stderr_tail: str = ""
+    garbage_lines: int = 0
+    duration_s: float = 0.0
+    message: str = ""
+
+    def summary(self) -> dict[str, Any]:
+        """The part of a run that belongs in facts (without the stage data itself)."""
+        return {
+            "status": self.status,
+            "message": self.message,
+            "unfinished_stage": self.unfinished_stage,
+            "phase": self.phase,
+            "returncode": self.returncode,
+            "signal": self.signal,
+            "stderr_tail": self.stderr_tail,
+            "garbage_lines": self.garbage_lines,
+            "duration_s": round(self.duration_s, 4),
+            "stage_durations": {k: round(v, 4) for k, v in self.stage_durations.items()},
+        }
+
+
+class _Reader(threading.Thread):
+    """Parses the child's stdout into events; records when each phase starts."""
+
+    def __init__(self, stream, run: ProbeRun, on_phase) -> None:
+        super().__init__(daemon=True)
+        self.stream = stream
+        self.run_ = run
+        self.on_phase = on_phase
+        self.saw_done = False
+
+    def run(self) -> None:
+        for raw in self.stream:
+            try:
+                event = json.loads(raw)
+            except ValueError:
+                event = None
+            if not isinstance(event, dict):
+                if raw.strip():
+                    self.run_.garbage_lines += 1
+                continue
+            self.handle(event)
+
+    def handle(self, event: dict[str, Any]) -> None:
+        run = self.run_
+        kind = event.get("event")
+        name = event.get("stage")
+        if kind == "begin":
+            run.unfinished_stage = name
+        elif kind == "end":
+            run.stages[name] = event.get("data")
+            if isinstance(event.get("duration_s"), (int, float)):
+                run.stage_durations[name] = float(event["duration_s"])
+            run.unfinished_stage = None
+        elif kind == "error":
+            run.errors[name] = event.get("error") or {}
+            run.unfinished_stage = None
+        elif kind == "phase":
+            run.phase = event.get("phase")
+            self.on_phase(run.phase)
+        elif kind == "done":
+            self.saw_done = True
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        if os.name == "posix":
+            os.killpg(proc.pid, signal.SIGKILL)
+        else:
+            proc.kill()
+    except (ProcessLookupError, PermissionError, OSError):
+        pass
+
+
+def run_probe(
+    argv: list[str],
+    timeout_s: float,
+    phase_timeouts: dict[str, float] | None = None,
+    env: dict[str, str] | None = None,
+) -> ProbeRun:
+    """Run ``argv`` (a Python command) and collect its events.
+
+    ``timeout_s`` bounds the first phase; when the child announces a phase named in
+    ``phase_timeouts``, the deadline restarts with that phase's budget, so a slow smoke
+    test cannot eat the time meant for basic facts, nor the other way round.
+    """
+    run = ProbeRun(status="not_started")
+    phase_timeouts = phase_timeouts or {}
+    deadline = [time.monotonic() + timeout_s]
+
+    def on_phase(phase: str | None) -> None:
+        if phase in phase_timeouts:
+            deadline[0] = time.monotonic() + phase_timeouts[phase]
+
+    t0 = time.monotonic()
+    with tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace") as err:
+        kwargs: dict[str, Any] = {}
+        if os.name == "posix":
+            kwargs["start_new_session"] = True
+        else:  # pragma: no cover - Windows
+            kwargs["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP
+        try:
+            proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=err,
+                env=env,
+                text=True,
+                encoding="utf-8",
+                errors="replace",
+                **kwargs,
+            )
+        except OSError as exc:
+            run.message = f"could not start {argv[0]}: {exc.strerror or exc}"
+            run.duration_s = time.monotonic() - t0
+            return run
+        reader = _Reader(proc.stdout, run, on_phase)
+        reader.start()
+        timed_out = False
+        while True:
+            try:
+                proc.wait(timeout=min(0.05, max(0.0, deadline[0] - time.monotonic())))
+                break
+            except subprocess.TimeoutExpired:
+                if time.monotonic() >= deadline[0]:
+                    timed_out = True
+                    _kill_group(proc)
+                    proc.wait()
+                    break
+        reader.join(timeout=2)
+        run.duration_s = time.monotonic() - t0
+        run.returncode = proc.returncode
+        err.seek(0)
+        run.stderr_tail = err.read()[-STDERR_TAIL_CHARS:]
+
+    if timed_out:
+        run.status = "timeout"
+        where = run.unfinished_stage or "between stages"
+        run.message = f"probe did not finish within its deadline; it was stuck in: {where}"
+    elif proc.returncode and proc.returncode < 0:
+        run.status = "crashed"
+        try:
+            run.signal = signal.Signals(-proc.returncode).name
+        except ValueError:
+            run.signal = str(-proc.returncode)
+        where = run.unfinished_stage or "between stages"
+        run.message = f"probe was killed by {run.signal} during: {where}"
+    elif proc.returncode != 0 or not reader.saw_done:
+        run.status = "failed"
+        where = run.unfinished_stage or "between stages"
+        run.message = f"probe exited with code {proc.returncode} during: {where}"
+    else:
+        run.status = "ok"
+    return run
+
+
+def python_argv(python: str, script: str, *args: str) -> list[str]:
+    """``-u``: unbuffered, so each event reaches us before a possible crash."""
+    return [python, "-u", script, *args]
+
+
+def default_python() -> str:
+    return sys.executable

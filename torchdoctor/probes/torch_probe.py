@@ -1,0 +1,265 @@
+"""The torch probe: the only code of torchdoctor that imports torch.
+
+It runs as a script (``python torch_probe.py``) under whichever interpreter is being diagnosed,
+so it must use the standard library only and must not import torchdoctor. It writes one flushed
+JSON line per event to stdout:
+
+    {"event": "begin", "stage": "cuda.init"}
+    {"event": "end", "stage": "cuda.init", "data": {...}}
+    {"event": "error", "stage": "cuda.init", "error": {"type": ..., "message": ..., "traceback": ...}}
+    {"event": "phase", "phase": "smoke"}
+
+so that when CUDA init hangs or segfaults, the parent still knows every fact gathered before and
+exactly which stage never finished.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import struct
+import sys
+import time
+import traceback
+import warnings
+
+_OUT = sys.stdout
+
+
+def emit(obj):
+    _OUT.write(json.dumps(obj, default=str) + "\n")
+    _OUT.flush()
+
+
+def _error_record(exc):
+    tb = traceback.format_exception(type(exc), exc, exc.__traceback__)
+    return {
+        "type": type(exc).__name__,
+        "message": str(exc),
+        "traceback": "".join(tb)[-4000:],
+    }
+
+
+def stage(name, fn, *args):
+    """Run one stage; emit begin/end/error. Returns the data, or None on error."""
+    emit({"event": "begin", "stage": name})
+    t0 = time.perf_counter()
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            data = fn(*args)
+    except BaseException as exc:  # noqa: BLE001 - the probe reports everything, including SystemExit
+        emit({"event": "error", "stage": name, "error": _error_record(exc)})
+        return None
+    if caught:
+        data = dict(data or {})
+        data["warnings"] = [f"{w.category.__name__}: {w.message}" for w in caught]
+    emit({"event": "end", "stage": name, "data": data, "duration_s": time.perf_counter() - t0})
+    return data
+
+
+# --------------------------------------------------------------------------- stages without torch
+
+
+def platform_facts():
+    uname = platform.uname()
+    release = uname.release.lower()
+    facts = {
+        "system": uname.system,
+        "release": uname.release,
+        "machine": uname.machine,
+        "python_version": platform.python_version(),
+        "python_implementation": platform.python_implementation(),
+        "python_bits": struct.calcsize("P") * 8,
+        "executable": sys.executable,
+        "prefix": sys.prefix,
+        "base_prefix": getattr(sys, "base_prefix", sys.prefix),
+        "in_venv": sys.prefix != getattr(sys, "base_prefix", sys.prefix),
+        "conda_prefix": os.environ.get("CONDA_PREFIX"),
+        "wsl": "microsoft" in release or os.path.exists("/proc/sys/fs/binfmt_misc/WSLInterop"),
+        "libc": " ".join(platform.libc_ver()).strip() if uname.system == "Linux" else None,
+    }
+    if uname.system == "Darwin":
+        facts["mac_ver"] = platform.mac_ver()[0]
+        facts["rosetta"] = _sysctl("sysctl.proc_translated") == "1"
+    try:
+        import site
+
+        facts["user_site"] = site.getusersitepackages()
+        facts["user_site_enabled"] = bool(site.ENABLE_USER_SITE)
+    except Exception:  # noqa: BLE001 - some embedded Pythons lack site
+        pass
+    return facts
+
+
+def _sysctl(name):
+    import subprocess
+
+    try:
+        out = subprocess.run(["sysctl", "-n", name], capture_output=True, text=True, timeout=2)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None
+
+
+# Read from metadata so that a broken torchvision is judged without importing it.
+COMPANIONS = ("torch", "torchvision", "torchaudio", "numpy", "triton", "pytorch-triton-rocm")
+
+
+def package_facts():
+    from importlib import metadata
+
+    found = {}
+    torch_locations = []
+    nvidia = {}
+    for dist in metadata.distributions():
+        name = (dist.metadata.get("Name") or "").lower().replace("_", "-")
+        if not name:
+            continue
+        location = str(dist.locate_file(""))
+        if name == "torch":
+            torch_locations.append({"version": dist.version, "location": location})
+        if name in COMPANIONS and name not in found:
+            found[name] = {"version": dist.version, "location": location}
+            if name == "torch":
+                found[name]["requires"] = list(dist.requires or [])
+        elif name.startswith("nvidia-") and name not in nvidia:
+            nvidia[name] = dist.version
+    return {"distributions": found, "torch_distributions": torch_locations, "nvidia_wheels": nvidia}
+
+
+# --------------------------------------------------------------------------- stages with torch
+
+
+def import_torch():
+    t0 = time.perf_counter()
+    import torch
+
+    return {
+        "version": torch.__version__,
+        "file": torch.__file__,
+        "import_s": round(time.perf_counter() - t0, 4),
+    }
+
+
+def _try(fn, default=None):
+    try:
+        return fn()
+    except Exception:  # noqa: BLE001 - a missing flag is a fact, not a failure
+        return default
+
+
+def build_facts():
+    import torch
+
+    version = torch.version
+    cuda = getattr(version, "cuda", None)
+    hip = getattr(version, "hip", None)
+    xpu_built = (
+        bool(_try(lambda: torch.xpu._is_compiled(), False)) if hasattr(torch, "xpu") else False
+    )
+    if cuda:
+        variant = "cuda"
+    elif hip:
+        variant = "rocm"
+    elif xpu_built:
+        variant = "xpu"
+    else:
+        variant = "cpu"
+    # get_arch_list() returns [] whenever CUDA is unavailable; the raw flags do not need a device.
+    arch_flags = _try(lambda: torch._C._cuda_getArchFlags(), None)
+    arch_list = arch_flags.split() if isinstance(arch_flags, str) else []
+    dist = _try(lambda: torch.distributed.is_available(), False)
+    return {
+        "variant": variant,
+        "cuda": cuda,
+        "hip": hip,
+        "git_version": getattr(version, "git_version", None),
+        "debug": bool(getattr(version, "debug", False)),
+        "arch_list": arch_list,
+        "cudnn": _try(lambda: torch.backends.cudnn.version()) if cuda or hip else None,
+        "nccl": _try(lambda: ".".join(map(str, torch.cuda.nccl.version()))) if cuda else None,
+        "mkl": _try(lambda: torch.backends.mkl.is_available(), False),
+        "mkldnn": _try(lambda: torch.backends.mkldnn.is_available(), False),
+        "openmp": _try(lambda: torch.backends.openmp.is_available(), False),
+        "cpu_capability": _try(lambda: torch.backends.cpu.get_cpu_capability()),
+        "cxx11_abi": _try(lambda: bool(torch._C._GLIBCXX_USE_CXX11_ABI)),
+        "distributed": bool(dist),
+        "nccl_available": bool(dist and _try(lambda: torch.distributed.is_nccl_available(), False)),
+        "gloo_available": bool(dist and _try(lambda: torch.distributed.is_gloo_available(), False)),
+        "mps_built": bool(_try(lambda: torch.backends.mps.is_built(), False)),
+        "xpu_built": xpu_built,
+        "num_threads": _try(lambda: torch.get_num_threads()),
+        "num_interop_threads": _try(lambda: torch.get_num_interop_threads()),
+    }
+
+
+def cuda_facts():
+    """Availability and device properties. is_available() does not create a context."""
+    import torch
+
+    available = bool(torch.cuda.is_available())
+    count = torch.cuda.device_count() if available else 0
+    devices = []
+    for i in range(count):
+        p = torch.cuda.get_device_properties(i)
+        devices.append(
+            {
+                "index": i,
+                "name": p.name,
+                "capability": [p.major, p.minor],
+                "multi_processor_count": p.multi_processor_count,
+                "total_memory_bytes": p.total_memory,
+                "uuid": str(getattr(p, "uuid", "")) or None,
+                "gcn_arch_name": getattr(p, "gcnArchName", None),
+            }
+        )
+    return {"available": available, "device_count": count, "devices": devices}
+
+
+def cuda_init_facts(count):
+    """Create a context on each device and read free memory (the stage that can hang)."""
+    import torch
+
+    t0 = time.perf_counter()
+    torch.cuda.init()
+    init_s = time.perf_counter() - t0
+    mem = []
+    for i in range(count):
+        free, total = torch.cuda.mem_get_info(i)
+        mem.append({"index": i, "free_bytes": free, "total_bytes": total})
+    return {"init_s": round(init_s, 4), "memory": mem}
+
+
+def mps_facts():
+    import torch
+
+    mps = torch.backends.mps
+    return {"built": bool(mps.is_built()), "available": bool(mps.is_available())}
+
+
+# --------------------------------------------------------------------------- main
+
+
+def main(argv):
+    emit({"event": "hello", "pid": os.getpid(), "python": sys.executable})
+    stage("platform", platform_facts)
+    stage("packages", package_facts)
+    if stage("import", import_torch) is None:
+        emit({"event": "done"})
+        return 0
+    build = stage("build", build_facts) or {}
+    cuda = None
+    if build.get("variant") in ("cuda", "rocm"):
+        cuda = stage("cuda", cuda_facts)
+        if cuda and cuda.get("available") and "--no-cuda-init" not in argv:
+            stage("cuda.init", cuda_init_facts, cuda["device_count"])
+    if build.get("mps_built"):
+        stage("mps", mps_facts)
+    emit({"event": "done"})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
