@@ -193,6 +193,7 @@ def check(
             timeout_s=timeout,
             smoke=not no_smoke,
             smoke_size=smoke_size,
+            smoke_timeout_s=timeout,
         )
         facts = facts_mod.gather(opts)
     if dump_facts:

@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from . import __version__
+from . import __version__, gather_smoke
 from .probes import host, nvml
 from .probes.runner import ProbeRun, python_argv, run_probe
 
@@ -130,7 +130,17 @@ def gather(opts: GatherOptions) -> Facts:
     facts["platform"] = run.stages.get("platform") or {}
     facts["packages"] = run.stages.get("packages") or {}
     facts["torch"] = torch_facts_from_run(run)
-    facts["smoke"] = run.stages.get("smoke") or {}
+    if opts.smoke:
+
+        def rerun(devices: list[str]) -> ProbeRun:
+            argv = python_argv(
+                opts.python, script, "--smoke", opts.smoke_size, "--smoke-only", ",".join(devices)
+            )
+            return run_probe(argv, opts.timeout_s, phase_timeouts={"smoke": opts.smoke_timeout_s})
+
+        facts["smoke"] = gather_smoke.collect(run, opts.smoke_size, rerun)
+    else:
+        facts["smoke"] = {"enabled": False}
     facts["probe"] = {"torch": run.summary()}
     facts["collected"]["duration_s"] = round(time.monotonic() - t0, 4)
     return facts

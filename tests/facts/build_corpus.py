@@ -105,9 +105,51 @@ def h100_healthy() -> dict[str, Any]:
     }
     f["torch"]["cuda_init"] = {
         "init_s": 0.41,
-        "memory": [{"index": 0, "free_bytes": 80000 * MIB, "total_bytes": 81559 * MIB}],
+        "memory": [
+            {"index": 0, "free_bytes": 80000 * MIB, "total_bytes": 81559 * MIB, "context_s": 0.38}
+        ],
     }
+    with_smoke(f, ["cuda:0"])
     return f
+
+
+def gpu_smoke(device: str, h2d_pinned: float = 53.1) -> dict[str, Any]:
+    """Plausible H100 (PCIe Gen5 x16) smoke figures; pinned H2D ~50-55 GB/s on a healthy link."""
+    ok = {"ok": True, "matmul_rel_err": 1e-4, "conv2d_rel_err": 1e-4, "tolerance": 5e-3, "ms": 2.0}
+    return {
+        "device": device,
+        "compute": {
+            "ok": True,
+            "dtypes": {
+                "float32": ok,
+                "float16": {**ok, "tolerance": 2e-2},
+                "bfloat16": {**ok, "tolerance": 8e-2},
+            },
+        },
+        "transfer": {
+            "roundtrip_pageable_exact": True,
+            "roundtrip_pinned_exact": True,
+            "h2d_pinned_gbps": h2d_pinned,
+            "d2h_pinned_gbps": 52.4,
+            "h2d_pageable_gbps": 14.2,
+            "d2h_pageable_gbps": 9.8,
+            "sizes": {},
+        },
+        "memory": {"sync_us": 6.1, "empty_cache_us": 212.0, "block_mib": 64, "returned_mib": 64.0},
+    }
+
+
+def with_smoke(f: dict[str, Any], devices: list[str]) -> None:
+    f["smoke"] = {
+        "enabled": True,
+        "size": "quick",
+        "ran": True,
+        "planned": ["cpu", *devices],
+        "devices": {"cpu": f["smoke"]["devices"]["cpu"], **{d: gpu_smoke(d) for d in devices}},
+        "peers": {},
+        "failures": {},
+        "reruns": 0,
+    }
 
 
 def driver_too_old() -> dict[str, Any]:
@@ -215,6 +257,17 @@ def torch_import_error() -> dict[str, Any]:
 def probe_hang_cuda_init() -> dict[str, Any]:
     f = h100_healthy()
     del f["torch"]["cuda_init"]
+    f["smoke"] = {
+        "enabled": True,
+        "size": "quick",
+        "ran": False,
+        "planned": [],
+        "devices": {},
+        "peers": {},
+        "failures": {},
+        "reruns": 0,
+        "reason": "probe did not finish within its deadline; it was stuck in: cuda.init",
+    }
     f["probe"]["torch"].update(
         status="timeout",
         unfinished_stage="cuda.init",

@@ -14,6 +14,9 @@ from . import (
     host,
     mps,
     platform,
+    smoke_compute,
+    smoke_cuda_memory,
+    smoke_transfer,
     torch_build,
     torch_install,
 )
@@ -27,6 +30,10 @@ ALL: list[ModuleType] = [
     cuda_devices,
     mps,
     host,
+    # Slow checks last: they judge what the smoke phase of the probe measured.
+    smoke_compute,
+    smoke_transfer,
+    smoke_cuda_memory,
 ]
 
 

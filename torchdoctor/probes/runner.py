@@ -31,6 +31,7 @@ class ProbeRun:
     stage_durations: dict[str, float] = field(default_factory=dict)
     unfinished_stage: str | None = None  # begun and never ended: where it hung or died
     phase: str | None = None
+    phase_info: dict[str, Any] = field(default_factory=dict)  # the last phase event, as sent
     returncode: int | None = None
     signal: str | None = None
     stderr_tail: str = ""
@@ -92,6 +93,7 @@ class _Reader(threading.Thread):
             run.unfinished_stage = None
         elif kind == "phase":
             run.phase = event.get("phase")
+            run.phase_info = event
             self.on_phase(run.phase)
         elif kind == "done":
             self.saw_done = True

@@ -227,8 +227,12 @@ def cuda_init_facts(count):
     init_s = time.perf_counter() - t0
     mem = []
     for i in range(count):
-        free, total = torch.cuda.mem_get_info(i)
-        mem.append({"index": i, "free_bytes": free, "total_bytes": total})
+        t0 = time.perf_counter()
+        free, total = torch.cuda.mem_get_info(i)  # the first call creates the device's context
+        ctx_s = time.perf_counter() - t0
+        mem.append(
+            {"index": i, "free_bytes": free, "total_bytes": total, "context_s": round(ctx_s, 4)}
+        )
     return {"init_s": round(init_s, 4), "memory": mem}
 
 
@@ -242,8 +246,23 @@ def mps_facts():
 # --------------------------------------------------------------------------- main
 
 
+def _arg(argv, name, default=None):
+    return (
+        argv[argv.index(name) + 1] if name in argv and argv.index(name) + 1 < len(argv) else default
+    )
+
+
 def main(argv):
     emit({"event": "hello", "pid": os.getpid(), "python": sys.executable})
+    smoke_only = _arg(argv, "--smoke-only")
+    if smoke_only is not None:
+        # A rerun for the devices left after one hung or crashed: only the smoke phase.
+        if stage("import", import_torch) is not None:
+            import smoke_probe
+
+            smoke_probe.run(stage, emit, _arg(argv, "--smoke", "quick"), smoke_only.split(","))
+        emit({"event": "done"})
+        return 0
     stage("platform", platform_facts)
     stage("packages", package_facts)
     if stage("import", import_torch) is None:
@@ -257,6 +276,11 @@ def main(argv):
             stage("cuda.init", cuda_init_facts, cuda["device_count"])
     if build.get("mps_built"):
         stage("mps", mps_facts)
+    smoke_size = _arg(argv, "--smoke")
+    if smoke_size is not None:
+        import smoke_probe  # a sibling file: the probe runs by path, its folder is on sys.path
+
+        smoke_probe.run(stage, emit, smoke_size)
     emit({"event": "done"})
     return 0
 

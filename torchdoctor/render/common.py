@@ -45,3 +45,52 @@ def flatten(details: Any, prefix: str = "") -> list[tuple[str, str]]:
         value = ", ".join(map(str, details)) if isinstance(details, list) else str(details)
         rows.append((prefix.rstrip("."), value))
     return rows
+
+
+def _fmt(value: Any, spec: str = ".1f") -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def smoke_rows(doc: dict[str, Any]) -> list[list[str]]:
+    """The compact smoke table (header first), or [] when the smoke test did not run."""
+    smoke = doc.get("facts", {}).get("smoke") or {}
+    devices = smoke.get("devices") or {}
+    failures = smoke.get("failures") or {}
+    if not devices and not failures:
+        return []
+    header = [
+        "device",
+        "compute",
+        "H2D GB/s pin/page",
+        "D2H GB/s pin/page",
+        "sync µs",
+        "empty_cache µs",
+        "MiB returned",
+    ]
+    rows = [header]
+    for name in smoke.get("planned") or list(devices):
+        d = devices.get(name) or {}
+        dtypes = (d.get("compute") or {}).get("dtypes") or {}
+        compute = " ".join(
+            f"{k.replace('float', 'f')}:{'ok' if v.get('ok') else 'BAD'}" for k, v in dtypes.items()
+        )
+        if name in failures:
+            compute = f"FAILED ({failures[name].get('kind')})"
+        t = d.get("transfer") or {}
+        m = d.get("memory") or {}
+        rows.append(
+            [
+                name,
+                compute or "-",
+                f"{_fmt(t.get('h2d_pinned_gbps'))}/{_fmt(t.get('h2d_pageable_gbps'))}"
+                if t
+                else "-",
+                f"{_fmt(t.get('d2h_pinned_gbps'))}/{_fmt(t.get('d2h_pageable_gbps'))}"
+                if t
+                else "-",
+                _fmt(m.get("sync_us"), ".0f") if m else "-",
+                _fmt(m.get("empty_cache_us"), ".0f") if m else "-",
+                _fmt(m.get("returned_mib"), ".0f") if m else "-",
+            ]
+        )
+    return rows

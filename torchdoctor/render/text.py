@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .common import MARKS, closing, flatten, headline
+from tabulate import tabulate
+
+from .common import MARKS, closing, flatten, headline, smoke_rows
 
 COLORS = {"pass": "32", "warn": "33", "fail": "31", "error": "35", "skip": "2"}
 
@@ -26,6 +28,9 @@ def render(doc: dict[str, Any], verbose: bool = False, color: bool = False) -> s
             for r in c["remedies"]:
                 lines.append(f"      fix: {r['text']}")
                 lines += [f"        $ {cmd}" for cmd in r["commands"]]
+    rows = smoke_rows(doc)
+    if rows:
+        lines += ["", "Smoke test:", tabulate(rows[1:], rows[0], tablefmt="simple")]
     lines += ["", _paint(closing(doc), doc["status"], color)]
     if not verbose and any(c["status"] != "pass" for c in doc["checks"]):
         lines.append("(details with -v; machine-readable with --json)")

@@ -1,0 +1,173 @@
+"""Smoke checks over facts, the rerun-past-a-bad-device logic, and the real probe with injected faults."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+from torchdoctor import engine, gather_smoke
+from torchdoctor.checks import by_id
+from torchdoctor.checks.common import Context
+from torchdoctor.model import Status
+from torchdoctor.probes.runner import ProbeRun
+
+from .conftest import needs_torch, run_cli
+from .facts.build_corpus import gpu_smoke
+
+
+def judge(facts: dict, check_id: str, smoke: bool = True):
+    return engine.run_check(by_id()[check_id], facts, Context(smoke=smoke))
+
+
+def two_gpus(facts) -> dict:
+    f = facts("h100_healthy")
+    gpu1 = copy.deepcopy(f["nvml"]["devices"][0])
+    gpu1.update(index=1, uuid="GPU-1a2b3c4d-0000-1111-2222-333344445556")
+    f["nvml"]["devices"].append(gpu1)
+    dev1 = copy.deepcopy(f["torch"]["cuda"]["devices"][0])
+    dev1.update(index=1, uuid="1a2b3c4d-0000-1111-2222-333344445556")
+    f["torch"]["cuda"]["devices"].append(dev1)
+    f["smoke"]["planned"].append("cuda:1")
+    f["smoke"]["devices"]["cuda:1"] = gpu_smoke("cuda:1")
+    return f
+
+
+def test_healthy_gpu_smoke_passes(facts):
+    f = facts("h100_healthy")
+    for cid in ("smoke.compute", "smoke.transfer", "smoke.cuda_memory"):
+        assert judge(f, cid).status == Status.PASS, cid
+    assert "53.1 pinned" in judge(f, "smoke.transfer").summary
+    assert "returned 64 of 64 MiB" in judge(f, "smoke.cuda_memory").summary
+
+
+def test_cpu_only_machine_runs_cpu_and_skips_accelerator_parts(facts):
+    f = facts("cpu_linux")
+    compute = judge(f, "smoke.compute")
+    assert compute.status == Status.PASS and "accelerator parts skipped" in compute.summary
+    assert judge(f, "smoke.transfer").status == Status.SKIP
+    assert judge(f, "smoke.cuda_memory").status == Status.SKIP
+
+
+def test_no_smoke_skips_all_three(facts):
+    for cid in ("smoke.compute", "smoke.transfer", "smoke.cuda_memory"):
+        assert judge(facts("h100_healthy"), cid, smoke=False).status == Status.SKIP
+
+
+def test_device_with_wrong_numbers_fails_naming_device_and_dtype(facts):
+    f = two_gpus(facts)
+    f["smoke"]["devices"]["cuda:1"]["compute"]["dtypes"]["float16"].update(
+        ok=False, matmul_rel_err=0.9
+    )
+    result = judge(f, "smoke.compute")
+    assert result.status == Status.FAIL
+    assert "cuda:1 float16: wrong results" in result.summary
+    assert "cuda:0" not in result.summary
+    assert any("CUDA_LAUNCH_BLOCKING=1" in c for r in result.remedies for c in r.commands)
+
+
+def test_device_whose_test_raised_fails_others_kept(facts):
+    f = two_gpus(facts)
+    del f["smoke"]["devices"]["cuda:0"]
+    f["smoke"]["failures"]["cuda:0"] = {
+        "kind": "exception",
+        "type": "RuntimeError",
+        "message": "CUDA error: an illegal memory access was encountered",
+    }
+    result = judge(f, "smoke.compute")
+    assert result.status == Status.FAIL and "illegal memory access" in result.summary
+    assert judge(f, "smoke.transfer").details["bandwidth"]["cuda:1"]["h2d_pinned_gbps"] == 53.1
+
+
+def test_degraded_pcie_link_warns(facts):
+    f = facts("h100_healthy")
+    f["smoke"]["devices"]["cuda:0"]["transfer"]["h2d_pinned_gbps"] = 6.0
+    result = judge(f, "smoke.transfer")
+    assert result.status == Status.WARN and "Gen5 x16" in result.summary
+    f = facts("h100_healthy")
+    f["nvml"]["devices"][0]["pcie"]["width_current"] = 8
+    result = judge(f, "smoke.transfer")
+    assert result.status == Status.WARN and "x8 of x16" in result.summary
+    f = facts("h100_healthy")
+    f["nvml"]["devices"][0]["pcie"]["gen_current"] = 1  # idle GPUs drop the link generation
+    assert judge(f, "smoke.transfer").status == Status.PASS
+
+
+def test_empty_cache_returning_nothing_warns(facts):
+    f = facts("h100_healthy")
+    f["smoke"]["devices"]["cuda:0"]["memory"]["returned_mib"] = 0.0
+    result = judge(f, "smoke.cuda_memory")
+    assert result.status == Status.WARN
+    assert any("expandable_segments" in c for r in result.remedies for c in r.commands)
+
+
+def test_smoke_never_started_is_an_error(facts):
+    result = judge(facts("probe_hang_cuda_init"), "smoke.compute")
+    assert result.status == Status.ERROR and "cuda.init" in result.summary
+
+
+def _run(status, stages, unfinished=None, planned=("cpu", "cuda:0", "cuda:1", "cuda:2")):
+    run = ProbeRun(status=status, stages=stages, unfinished_stage=unfinished, phase="smoke")
+    run.phase_info = {"devices": list(planned)}
+    run.message = f"{status} in {unfinished}"
+    return run
+
+
+def test_collect_reruns_the_devices_after_a_hung_one():
+    first = _run("timeout", {"smoke.cpu": {"ok": 1}, "smoke.cuda:0": {"ok": 2}}, "smoke.cuda:1")
+    calls = []
+
+    def rerun(devices):
+        calls.append(devices)
+        return _run("ok", {"smoke.cuda:2": {"ok": 3}}, planned=devices)
+
+    smoke = gather_smoke.collect(first, "quick", rerun)
+    assert calls == [["cuda:2"]]
+    assert set(smoke["devices"]) == {"cpu", "cuda:0", "cuda:2"}
+    assert smoke["failures"]["cuda:1"]["kind"] == "timeout"
+    assert smoke["reruns"] == 1
+
+
+def test_collect_gives_up_after_the_last_device():
+    first = _run("crashed", {"smoke.cpu": {}}, "smoke.cuda:2")
+    smoke = gather_smoke.collect(first, "quick", lambda d: pytest.fail("no rerun expected"))
+    assert smoke["failures"]["cuda:2"]["kind"] == "crashed"
+
+
+def test_collect_when_smoke_never_started():
+    run = ProbeRun(status="timeout", unfinished_stage="cuda.init")
+    run.message = "stuck in cuda.init"
+    smoke = gather_smoke.collect(run, "quick", lambda d: pytest.fail("no rerun expected"))
+    assert smoke["ran"] is False and "cuda.init" in smoke["reason"]
+
+
+def _checks(proc) -> dict:
+    return {c["id"]: c for c in json.loads(proc.stdout)["checks"]}
+
+
+@needs_torch
+@pytest.mark.parametrize(
+    ("fault", "needle"),
+    [("wrong", "wrong results"), ("raise", "injected fault"), ("segv", "SIGSEGV")],
+)
+def test_real_probe_reports_an_injected_cpu_fault(fault, needle):
+    env = {"TORCHDOCTOR_TEST_SMOKE_FAULT": f"cpu={fault}"}
+    proc = run_cli("check", "--json", env=env)
+    assert proc.returncode == 1
+    checks = _checks(proc)
+    assert checks["smoke.compute"]["status"] == "fail"
+    assert needle in checks["smoke.compute"]["summary"]
+    assert checks["torch.install"]["status"] == "pass"  # gathered before the smoke phase
+
+
+@needs_torch
+def test_real_probe_hanging_mid_smoke_keeps_earlier_facts():
+    env = {"TORCHDOCTOR_TEST_SMOKE_FAULT": "cpu=hang"}
+    proc = run_cli("check", "--json", "--timeout", "12", env=env, timeout=120)
+    checks = _checks(proc)
+    assert proc.returncode == 1
+    assert checks["smoke.compute"]["status"] == "fail"
+    assert "deadline" in checks["smoke.compute"]["summary"]
+    assert checks["torch.build"]["status"] == "pass"
+    assert checks["host"]["status"] in ("pass", "warn")
