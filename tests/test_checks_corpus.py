@@ -201,3 +201,24 @@ def test_a_check_that_raises_becomes_an_error_result(facts):
 
     result = engine.run_check(Broken, facts("cpu_linux"), Context())
     assert result.status == Status.ERROR and "KeyError" in result.summary
+
+
+def test_torch_from_user_site_is_flagged(facts):
+    f = facts("cpu_linux")
+    f["platform"]["user_site"] = "/home/u/.local/lib/python3.11/site-packages"
+    f["torch"]["file"] = "/home/u/.local/lib/python3.11/site-packages/torch/__init__.py"
+    result = judge(f, "torch.install")
+    assert result.status == Status.FAIL and "user site" in result.summary
+    assert "export PYTHONNOUSERSITE=1" in result.remedies[0].commands
+
+
+def test_numpy_abi_error_printed_at_import_is_caught(facts):
+    f = facts("cpu_linux")
+    f["probe"]["torch"]["stderr_tail"] = (
+        "A module that was compiled using NumPy 1.x cannot be run in NumPy 2.0.0 as it may crash."
+    )
+    result = judge(f, "torch.install")
+    assert result.status == Status.FAIL and "NumPy ABI" in result.summary
+    f = facts("cpu_linux")
+    f["torch"]["warnings"] = ["UserWarning: Failed to initialize NumPy: No module named 'numpy'"]
+    assert judge(f, "torch.install").status == Status.PASS

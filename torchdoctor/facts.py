@@ -7,6 +7,8 @@ whole diagnosis anywhere (``--facts FILE``), which is how every check is tested 
 from __future__ import annotations
 
 import json
+import os
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -16,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__, gather_smoke
-from .probes import host, nvml
+from .probes import host, nvml, torch_probe
 from .probes.runner import ProbeRun, python_argv, run_probe
 
 FACTS_VERSION = 1
@@ -104,6 +106,11 @@ def gather(opts: GatherOptions) -> Facts:
     t0 = time.monotonic()
     script = str(PROBE_DIR / "torch_probe.py")
     args = list(opts.extra_probe_args)
+    # Same interpreter as ours: read package metadata here, on the other core, while the child
+    # imports torch (a metadata scan costs tens of ms that would otherwise be serial).
+    packages_here = os.path.abspath(opts.python) == os.path.abspath(sys.executable)
+    if packages_here:
+        args.append("--no-packages")
     if opts.smoke:
         args += ["--smoke", opts.smoke_size]
     argv = python_argv(opts.python, script, *args)
@@ -111,6 +118,7 @@ def gather(opts: GatherOptions) -> Facts:
         lambda: run_probe(argv, opts.timeout_s, phase_timeouts={"smoke": opts.smoke_timeout_s})
     )
     nvml_job = _Background(nvml.gather)
+    packages_job = _Background(torch_probe.package_facts) if packages_here else None
     host_facts = host.gather()
     facts: Facts = {
         "facts_version": FACTS_VERSION,
@@ -128,7 +136,11 @@ def gather(opts: GatherOptions) -> Facts:
     if probe.error is not None:
         run.message = f"probe runner failed: {probe.error}"
     facts["platform"] = run.stages.get("platform") or {}
-    facts["packages"] = run.stages.get("packages") or {}
+    if packages_job is not None:
+        packages = packages_job.result(opts.timeout_s, "package metadata")
+    else:
+        packages = run.stages.get("packages") or {}
+    facts["packages"] = packages
     facts["torch"] = torch_facts_from_run(run)
     if opts.smoke:
 

@@ -151,6 +151,46 @@ def _numpy(facts: Facts, torch_version: str) -> tuple[str, Remedy] | None:
     return None
 
 
+NUMPY_ABI_SIGNS = ("compiled using NumPy 1.x", "_ARRAY_API not found", "Failed to initialize NumPy")
+
+
+def _numpy_import_warning(facts: Facts) -> tuple[str, Remedy] | None:
+    """NumPy trouble torch printed while importing (a warning, or raw text on stderr)."""
+    text = (
+        " ".join(dig(facts, "torch.warnings", [])) + " " + dig(facts, "probe.torch.stderr_tail", "")
+    )
+    sign = next((s for s in NUMPY_ABI_SIGNS if s in text), None)
+    if not sign:
+        return None
+    if "No module named 'numpy'" in text:
+        return None  # numpy simply absent: reported as a note, not a problem
+    return (
+        f"torch printed a NumPy ABI error on import ({sign!r})",
+        Remedy(
+            "An extension was built against another NumPy major version. Pin NumPy below 2 or "
+            "upgrade the package that was built against NumPy 1.x.",
+            (f'{python_cmd(facts)} install "numpy<2"',),
+        ),
+    )
+
+
+def _outside_env(facts: Facts) -> tuple[str, Remedy] | None:
+    """torch imported from outside the interpreter's prefix: usually ~/.local (user site)."""
+    where, prefix = dig(facts, "torch.file", ""), dig(facts, "platform.prefix", "")
+    user_site = dig(facts, "platform.user_site", "")
+    if where and user_site and where.startswith(user_site):
+        return (
+            f"torch is imported from the user site ({user_site}), not from the environment {prefix}",
+            Remedy(
+                "A user-site torch shadows the environment's. Remove it, or isolate the environment "
+                "from the user site.",
+                # pip uninstalls the copy found first on sys.path: the user-site one.
+                (f"{python_cmd(facts)} uninstall -y torch", "export PYTHONNOUSERSITE=1"),
+            ),
+        )
+    return None
+
+
 def _duplicates(facts: Facts) -> tuple[str, Remedy] | None:
     dists = dig(facts, "packages.torch_distributions", [])
     locations = sorted({d.get("location") for d in dists})
@@ -201,7 +241,12 @@ def check(facts: Facts, ctx: Context) -> Verdict:
         },
     }
     problems = _companions(facts, version)
-    for extra in (_numpy(facts, version), _duplicates(facts)):
+    for extra in (
+        _numpy(facts, version),
+        _numpy_import_warning(facts),
+        _outside_env(facts),
+        _duplicates(facts),
+    ):
         if extra:
             problems.append(extra)
     if problems:

@@ -264,7 +264,8 @@ def main(argv):
         emit({"event": "done"})
         return 0
     stage("platform", platform_facts)
-    stage("packages", package_facts)
+    if "--no-packages" not in argv:  # the parent reads them itself when it runs this interpreter
+        stage("packages", package_facts)
     if stage("import", import_torch) is None:
         emit({"event": "done"})
         return 0
