@@ -230,3 +230,30 @@ def test_internal_error_is_one_line_exit_3(tmp_path):
     assert proc.returncode == 3
     no_traceback(proc)
     assert "internal error" in proc.stderr and "-v" in proc.stderr
+
+
+@pytest.mark.skipif(os.name != "posix", reason="signals and stand-in shell scripts")
+def test_sigterm_on_torchdoctor_kills_its_probe(tmp_path):
+    import signal
+    import subprocess
+
+    pidfile = tmp_path / "pid"
+    fake = _fake_python(
+        tmp_path,
+        f'echo $$ > {pidfile}; echo \'{{"event": "begin", "stage": "import"}}\'; exec sleep 300',
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "torchdoctor", "check", "--python", fake, "--timeout", "300"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 30
+    while not pidfile.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    probe_pid = int(pidfile.read_text())
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=30)
+    assert b"Traceback" not in err
+    time.sleep(0.2)
+    state = Path(f"/proc/{probe_pid}/stat")
+    assert not state.exists() or state.read_text().rsplit(")", 1)[1].split()[0] in ("Z", "X")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 import traceback
 from pathlib import Path
@@ -197,7 +198,12 @@ def check(
         )
         facts = facts_mod.gather(opts)
     if dump_facts:
-        facts_mod.dump(facts, dump_facts)
+        try:
+            facts_mod.dump(facts, dump_facts)
+        except OSError as exc:
+            raise click.BadParameter(
+                f"cannot write {dump_facts!r}: {exc.strerror}", "--dump-facts"
+            ) from exc
     ctx = Context(expect=expect, smoke=not no_smoke)
     report = engine.diagnose(facts, ctx, engine.select(only_ids, skip_ids), fail_on=fail_on)
     doc = report.to_dict()
@@ -220,6 +226,9 @@ def check(
 def main(argv: list[str] | None = None) -> None:
     """Entry point: click's errors keep their codes; anything else is exit 3 in one line."""
     args = sys.argv[1:] if argv is None else argv
+    if hasattr(signal, "SIGTERM"):
+        # `docker stop`, a CI timeout: exit through Python so probes are killed at exit.
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     try:
         rc = cli.main(args=args, prog_name="torchdoctor", standalone_mode=False)
     except click.ClickException as exc:

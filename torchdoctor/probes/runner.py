@@ -7,6 +7,7 @@ Its stdout is read line by line as it arrives; a line is one JSON event (see tor
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import signal
@@ -99,6 +100,19 @@ class _Reader(threading.Thread):
             self.saw_done = True
 
 
+# Children still running, so that Ctrl-C or SIGTERM on torchdoctor never leaves a probe behind
+# (each probe has its own session, so the terminal's SIGINT does not reach it).
+_LIVE: set[subprocess.Popen] = set()
+
+
+def kill_all() -> None:
+    for proc in list(_LIVE):
+        _kill_group(proc)
+
+
+atexit.register(kill_all)
+
+
 def _kill_group(proc: subprocess.Popen) -> None:
     try:
         if os.name == "posix":
@@ -152,6 +166,7 @@ def run_probe(
             run.message = f"could not start {argv[0]}: {exc.strerror or exc}"
             run.duration_s = time.monotonic() - t0
             return run
+        _LIVE.add(proc)
         reader = _Reader(proc.stdout, run, on_phase)
         reader.start()
         timed_out = False
@@ -165,6 +180,7 @@ def run_probe(
                     _kill_group(proc)
                     proc.wait()
                     break
+        _LIVE.discard(proc)
         reader.join(timeout=2)
         run.duration_s = time.monotonic() - t0
         run.returncode = proc.returncode
