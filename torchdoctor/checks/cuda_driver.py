@@ -36,6 +36,10 @@ def check(facts: Facts, ctx: Context) -> Verdict:
     max_cuda = cuda_from_driver_api(nv.get("cuda_driver_version"))
     details = {"driver_version": driver, "driver_max_cuda": max_cuda, "wheel_cuda": wheel_cuda}
     base = f"driver {driver} (supports CUDA ≤ {max_cuda or '?'})"
+    if dig(facts, "torch.status") != "ok":
+        return verdict(
+            Status.PASS, f"{base}; torch itself could not be examined (see torch.install)", details
+        )
     if not wheel_cuda:
         return verdict(Status.PASS, f"{base}; the installed torch is not a CUDA build", details)
     support = compat.driver_support(driver, wheel_cuda)
