@@ -53,6 +53,8 @@ def _fmt(value: Any, spec: str = ".1f") -> str:
 
 def smoke_rows(doc: dict[str, Any]) -> list[list[str]]:
     """The compact smoke table (header first), or [] when the smoke test did not run."""
+    if not any(c["id"].startswith("smoke.") for c in doc["checks"]):
+        return []
     smoke = doc.get("facts", {}).get("smoke") or {}
     devices = smoke.get("devices") or {}
     failures = smoke.get("failures") or {}
