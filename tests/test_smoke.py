@@ -171,3 +171,68 @@ def test_real_probe_hanging_mid_smoke_keeps_earlier_facts():
     assert "deadline" in checks["smoke.compute"]["summary"]
     assert checks["torch.build"]["status"] == "pass"
     assert checks["host"]["status"] in ("pass", "warn")
+
+
+class _FakeCachingAllocator:
+    """A stand-in for torch.cuda's caching allocator: freed blocks stay reserved until
+    empty_cache() hands them back to the driver. Enough to exercise the probe's CUDA memory cycle
+    (its arithmetic and the order of its steps) on a machine without a GPU."""
+
+    TOTAL = 80 * 1024**3
+
+    def __init__(self) -> None:
+        self.allocated = 0
+        self.reserved = 0
+        self.empty_cache_calls = 0
+
+    # torch.cuda API used by smoke_probe.cuda_memory
+    def memory_allocated(self, idx):
+        return self.allocated
+
+    def memory_reserved(self, idx):
+        return self.reserved
+
+    def mem_get_info(self, idx):
+        return self.TOTAL - self.reserved, self.TOTAL
+
+    def empty_cache(self):
+        self.empty_cache_calls += 1
+        self.reserved = self.allocated
+
+    def synchronize(self, device=None):
+        pass
+
+
+class _FakeTorch:
+    uint8 = "uint8"
+
+    def __init__(self) -> None:
+        self.cuda = _FakeCachingAllocator()
+
+    def empty(self, nbytes, dtype=None, device=None):
+        import weakref
+
+        cuda = self.cuda
+        cuda.allocated += nbytes
+        cuda.reserved = max(cuda.reserved, cuda.allocated)
+
+        class Block:
+            pass
+
+        block = Block()
+        weakref.finalize(block, lambda: setattr(cuda, "allocated", cuda.allocated - nbytes))
+        return block
+
+
+def test_cuda_memory_cycle_reports_what_empty_cache_returned():
+    from torchdoctor.probes import smoke_probe
+
+    fake = _FakeTorch()
+    out = smoke_probe.cuda_memory(fake, "cuda:0", smoke_probe.SIZES["quick"])
+    block = smoke_probe.SIZES["quick"]["block_mib"]
+    assert fake.cuda.empty_cache_calls == 1
+    assert out["after_alloc"]["allocated_bytes"] == block * 1024**2
+    assert out["after_free"]["allocated_bytes"] == 0
+    assert out["after_free"]["reserved_bytes"] == block * 1024**2  # cached, not yet returned
+    assert out["after_empty_cache"]["reserved_bytes"] == 0
+    assert out["returned_mib"] == block

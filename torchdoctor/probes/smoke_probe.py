@@ -175,65 +175,60 @@ def peer_copy(torch, src: str, dst: str, size: dict) -> dict:
     }
 
 
-def cuda_memory(torch, device: str, size: dict) -> dict:
+def _memory_cycle(torch, device: str, size: dict, snap, empty_cache, returned_of) -> dict:
     """synchronize latency; allocate, free and empty_cache a known block, memory at each step."""
-    idx = int(device.split(":")[1])
-    cuda = torch.cuda
     sync_s = _median_time(torch, device, lambda: None, max(size["repeats"] * 4, 20))
-
-    def snap() -> dict:
-        free, _total = cuda.mem_get_info(idx)
-        return {
-            "allocated_bytes": cuda.memory_allocated(idx),
-            "reserved_bytes": cuda.memory_reserved(idx),
-            "device_free_bytes": free,
-        }
-
-    before = snap()
+    steps = {"before": snap()}
     block = torch.empty(size["block_mib"] * MIB, dtype=torch.uint8, device=device)
-    after_alloc = snap()
+    steps["after_alloc"] = snap()
     del block
-    after_free = snap()
+    steps["after_free"] = snap()
     t0 = time.perf_counter()
-    cuda.empty_cache()
-    cuda.synchronize(idx)
+    empty_cache()
+    _sync(torch, device)
     empty_s = time.perf_counter() - t0
-    after_empty = snap()
-    returned = after_empty["device_free_bytes"] - after_free["device_free_bytes"]
+    steps["after_empty_cache"] = snap()
     return {
         "sync_us": round(sync_s * 1e6, 2),
         "empty_cache_us": round(empty_s * 1e6, 2),
         "block_mib": size["block_mib"],
-        "returned_mib": round(returned / MIB, 2),
-        "before": before,
-        "after_alloc": after_alloc,
-        "after_free": after_free,
-        "after_empty_cache": after_empty,
+        "returned_mib": round(returned_of(steps) / MIB, 2),
+        **steps,
     }
+
+
+def cuda_memory(torch, device: str, size: dict) -> dict:
+    idx = int(device.split(":")[1])
+    cuda = torch.cuda
+
+    def snap() -> dict:
+        return {
+            "allocated_bytes": cuda.memory_allocated(idx),
+            "reserved_bytes": cuda.memory_reserved(idx),
+            "device_free_bytes": cuda.mem_get_info(idx)[0],
+        }
+
+    def returned(steps: dict) -> int:
+        # What the driver got back: its free memory after empty_cache minus after the free.
+        return (
+            steps["after_empty_cache"]["device_free_bytes"]
+            - steps["after_free"]["device_free_bytes"]
+        )
+
+    return _memory_cycle(torch, device, size, snap, cuda.empty_cache, returned)
 
 
 def mps_memory(torch, size: dict) -> dict:
     mps = torch.mps
-    sync_s = _median_time(torch, "mps", lambda: None, max(size["repeats"] * 4, 20))
-    before = {"driver_allocated_bytes": mps.driver_allocated_memory()}
-    block = torch.empty(size["block_mib"] * MIB, dtype=torch.uint8, device="mps")
-    after_alloc = {"driver_allocated_bytes": mps.driver_allocated_memory()}
-    del block
-    t0 = time.perf_counter()
-    mps.empty_cache()
-    mps.synchronize()
-    empty_s = time.perf_counter() - t0
-    after_empty = {"driver_allocated_bytes": mps.driver_allocated_memory()}
-    returned = after_alloc["driver_allocated_bytes"] - after_empty["driver_allocated_bytes"]
-    return {
-        "sync_us": round(sync_s * 1e6, 2),
-        "empty_cache_us": round(empty_s * 1e6, 2),
-        "block_mib": size["block_mib"],
-        "returned_mib": round(returned / MIB, 2),
-        "before": before,
-        "after_alloc": after_alloc,
-        "after_empty_cache": after_empty,
-    }
+
+    def snap() -> dict:
+        return {"driver_allocated_bytes": mps.driver_allocated_memory()}
+
+    def returned(steps: dict) -> int:
+        key = "driver_allocated_bytes"
+        return steps["after_free"][key] - steps["after_empty_cache"][key]
+
+    return _memory_cycle(torch, "mps", size, snap, mps.empty_cache, returned)
 
 
 def device_smoke(device: str, size_name: str) -> dict:
