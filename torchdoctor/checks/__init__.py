@@ -11,11 +11,16 @@ from . import (
     cuda_available,
     cuda_devices,
     cuda_driver,
+    env,
+    extensions,
     host,
     mps,
     platform,
+    rocm,
     torch_build,
     torch_install,
+    torch_libs,
+    xpu,
 )
 
 ALL: list[ModuleType] = [
@@ -26,7 +31,12 @@ ALL: list[ModuleType] = [
     cuda_available,
     cuda_devices,
     mps,
+    rocm,
+    xpu,
     host,
+    torch_libs,
+    env,
+    extensions,
 ]
 
 

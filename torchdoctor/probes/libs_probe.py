@@ -116,7 +116,9 @@ def search_path_libs(value: str | None) -> list[dict]:
             names = sorted(n for n in os.listdir(entry) if ".so" in n and component(n))
         except OSError:
             names = []
-        out.append({"dir": entry, "exists": os.path.isdir(entry), "libs": names})
+        # The map names files by their resolved path (lib64 -> targets/x86_64-linux/lib).
+        real = os.path.realpath(entry)
+        out.append({"dir": entry, "real": real, "exists": os.path.isdir(entry), "libs": names})
     return out
 
 

@@ -57,6 +57,7 @@ def nvcc_facts(cuda_home: str) -> dict[str, Any]:
     if facts["exists"]:
         facts.update(run_version([path, "--version"]))
         m = _NVCC_RELEASE.search(facts.get("output", ""))
+        facts["output"] = m.group(0) if m else facts.get("output", "")[-200:]
         if m:
             facts["release"] = f"{m.group(1)}.{m.group(2)}"
             facts["version"] = m.group(3)
@@ -85,6 +86,7 @@ def tool(name: str, which: Callable[[str], str | None]) -> dict[str, Any]:
     if path:
         facts.update(run_version([path, "--version"]))
         first = (facts.get("output") or "").splitlines()[:1]
+        facts["output"] = first[0] if first else ""
         found = _VERSION.findall(first[0]) if first else []
         facts["version"] = found[-1] if found else None
     return facts
