@@ -53,13 +53,10 @@ def toolkit_for(tc: dict[str, Any], want: tuple[int, int]) -> str | None:
 
 
 def variant_for_nvcc(facts: Facts, nvcc: tuple[int, int]) -> str | None:
-    """The wheel variant of this torch release whose CUDA matches nvcc (same major, newest <=)."""
+    """The newest wheel variant of this torch release with nvcc's CUDA major (torch refuses only
+    a major mismatch)."""
     variants = compat.TORCH_CUDA_VARIANTS.get(compat.torch_minor(dig(facts, "torch.version")), ())
-    fits = [
-        v for v in variants
-        if _mm(compat.variant_cuda(v)) and _mm(compat.variant_cuda(v))[0] == nvcc[0]
-        and _mm(compat.variant_cuda(v)) <= nvcc
-    ]  # fmt: skip
+    fits = [v for v in variants if compat.parse_version(compat.variant_cuda(v))[:1] == nvcc[:1]]
     return fits[-1] if fits else None
 
 
@@ -104,7 +101,8 @@ def cuda_problems(tc: dict[str, Any], facts: Facts) -> tuple[list[str], list[str
             (f"export CUDA_HOME={kit}", 'export PATH="$CUDA_HOME/bin:$PATH"')
             if kit
             else (
-                f"conda install -c nvidia cuda-toolkit={t}  # or NVIDIA's cuda-toolkit-{t.replace('.', '-')} package",
+                f"conda install -c nvidia cuda-toolkit={t}",
+                f"sudo apt-get install -y cuda-toolkit-{t.replace('.', '-')}  # NVIDIA's apt repository",
             )
         )
         remedies.append(
@@ -113,7 +111,11 @@ def cuda_problems(tc: dict[str, Any], facts: Facts) -> tuple[list[str], list[str
         variant = variant_for_nvcc(facts, nvcc)
         if variant and nvcc[0] != torch_cuda[0]:
             remedies.append(
-                reinstall_torch(facts, variant, f"Or install the torch built for CUDA {n}.")
+                reinstall_torch(
+                    facts,
+                    variant,
+                    f"Or install a torch built for CUDA {nvcc[0]}.x, which nvcc {n} can build for.",
+                )
             )
         message = f"nvcc {n} ({home.get('path')}) but torch was built with CUDA {t}"
         if nvcc[0] != torch_cuda[0]:

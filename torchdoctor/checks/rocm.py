@@ -28,7 +28,7 @@ def gfx_version(target: str) -> str | None:
 def override_for(target: str, targets: list[str]) -> str | None:
     """A supported sibling of ``target`` (same family: gfx1031 -> gfx1030) to pretend to be."""
     siblings = sorted(t for t in targets if t[:-1] == target[:-1] and t != target)
-    return gfx_version(siblings[0]) if siblings else None
+    return siblings[0] if siblings else None
 
 
 def node_problems(nodes: dict[str, Any]) -> list[tuple[str, Remedy]]:
@@ -89,9 +89,9 @@ def check(facts: Facts, ctx: Context) -> Verdict:
             sibling = override_for(target, targets)
             remedy = (
                 Remedy(
-                    f"Unofficial but common: make the runtime treat the GPU as {sibling} "
-                    "(same family). Or install a torch whose ROCm targets include it.",
-                    (f"export HSA_OVERRIDE_GFX_VERSION={sibling}",),
+                    f"Unofficial but common: make the runtime treat the GPU as {sibling} (same "
+                    "family). Or install a torch whose ROCm targets include it.",
+                    (f"export HSA_OVERRIDE_GFX_VERSION={gfx_version(sibling)}",),
                 )
                 if sibling
                 else Remedy("Install a ROCm build of torch whose targets include this GPU.")
