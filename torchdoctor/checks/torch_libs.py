@@ -180,6 +180,10 @@ def check(facts: Facts, ctx: Context) -> Verdict:
         err = stage_error(facts, "libs")
         if err:
             return verdict(Status.ERROR, f"could not read the library map: {err.get('message')}")
+        probe = dig(facts, "probe.torch", {})
+        if probe.get("status") not in (None, "ok"):
+            where = probe.get("unfinished_stage") or probe.get("status")
+            return verdict(Status.SKIP, f"the torch probe stopped ({where}) before the library map")
         return verdict(Status.SKIP, "these facts were recorded without the library map")
     loaded = libs.get("loaded", [])
     wheel_build = bool(required_pins(facts)) or any(
