@@ -18,13 +18,15 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__, gather_smoke
-from .probes import host, nvml, torch_probe
+from .probes import host, nvml, toolchain, torch_probe
 from .probes.runner import ProbeRun, python_argv, run_probe
 
 FACTS_VERSION = 1
 PROBE_DIR = Path(__file__).parent / "probes"
 # NVML can hang on a wedged driver; it runs beside the torch probe and gets this long.
 NVML_TIMEOUT_S = 15.0
+# nvcc/c++/ninja --version, each with its own short timeout.
+TOOLCHAIN_TIMEOUT_S = 20.0
 
 
 Facts = dict[str, Any]
@@ -65,7 +67,7 @@ def torch_facts_from_run(run: ProbeRun) -> dict[str, Any]:
         torch["error"] = imp_err
     elif run.status in ("timeout", "crashed", "failed", "not_started"):
         torch["status"] = run.status if run.status != "failed" else "probe_failed"
-    for name in ("build", "cuda", "cuda.init", "mps"):
+    for name in ("build", "cuda", "cuda.init", "mps", "libs", "rocm", "xpu"):
         if name in run.stages:
             torch[name.replace(".", "_")] = run.stages[name]
     stage_errors = {k.replace(".", "_"): v for k, v in run.errors.items() if k != "import"}
@@ -119,6 +121,7 @@ def gather(opts: GatherOptions) -> Facts:
     )
     nvml_job = _Background(nvml.gather)
     packages_job = _Background(torch_probe.package_facts) if packages_here else None
+    toolchain_job = _Background(toolchain.gather)
     host_facts = host.gather()
     facts: Facts = {
         "facts_version": FACTS_VERSION,
@@ -130,6 +133,7 @@ def gather(opts: GatherOptions) -> Facts:
         "env": host.selected_env(),
         "nvml": nvml_job.result(NVML_TIMEOUT_S, "NVML"),
         "host": host_facts,
+        "toolchain": toolchain_job.result(TOOLCHAIN_TIMEOUT_S, "toolchain"),
     }
     probe.thread.join()
     run: ProbeRun = probe.value if probe.error is None else ProbeRun(status="not_started")

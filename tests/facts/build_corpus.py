@@ -277,6 +277,209 @@ def probe_hang_cuda_init() -> dict[str, Any]:
     return f
 
 
+# --- deeper forensics (issue 5): libraries, variables, extension toolchain, ROCm, XPU ---------
+# The pins mimic the shape of a cu130 torch's Requires-Dist (CUDA 13 wheels drop the -cu13 suffix
+# except cuDNN and NCCL); the versions are illustrative, consistent with the cuDNN 9.19 / NCCL
+# 2.27.7 of the fixtures above.
+CU130_PINS = {
+    "nvidia-cuda-nvrtc": "13.0.88",
+    "nvidia-cuda-runtime": "13.0.96",
+    "nvidia-cuda-cupti": "13.0.85",
+    "nvidia-cudnn-cu13": "9.19.0.56",
+    "nvidia-cublas": "13.1.0.3",
+    "nvidia-cufft": "12.0.0.61",
+    "nvidia-curand": "10.4.0.35",
+    "nvidia-cusolver": "12.0.4.66",
+    "nvidia-cusparse": "12.6.3.3",
+    "nvidia-nccl-cu13": "2.27.7",
+    "nvidia-nvjitlink": "13.0.88",
+}
+# (component, wheel directory under site-packages/nvidia, file, owning wheel)
+CU130_LIBS = [
+    ("cudart", "cu13/lib", "libcudart.so.13", "nvidia-cuda-runtime"),
+    ("cublas", "cu13/lib", "libcublas.so.13", "nvidia-cublas"),
+    ("cublas", "cu13/lib", "libcublasLt.so.13", "nvidia-cublas"),
+    ("cudnn", "cudnn/lib", "libcudnn.so.9", "nvidia-cudnn-cu13"),
+    ("nccl", "nccl/lib", "libnccl.so.2", "nvidia-nccl-cu13"),
+    ("nvrtc", "cu13/lib", "libnvrtc.so.13", "nvidia-cuda-nvrtc"),
+    ("nvjitlink", "cu13/lib", "libnvJitLink.so.13", "nvidia-nvjitlink"),
+]
+
+
+def cu130_wheels(f: dict[str, Any]) -> None:
+    """A pip cu130 torch with its nvidia-* wheels installed, intact and loaded."""
+    torch_dir = f["torch"]["file"].rsplit("/", 1)[0]
+    site = torch_dir.rsplit("/", 1)[0]
+    dist = f["packages"]["distributions"]["torch"]
+    dist["requires"] = [
+        *dist.get("requires", []),
+        *(f'{n}=={v}; platform_system == "Linux"' for n, v in CU130_PINS.items()),
+    ]
+    f["packages"]["nvidia_wheels"] = {**f["packages"].get("nvidia_wheels", {}), **CU130_PINS}
+    loaded = [
+        {"component": "torch", "path": f"{torch_dir}/lib/{name}", "realpath": None,
+         "version": None, "origin": "torch", "wheel": None}
+        for name in ("libtorch_cpu.so", "libc10.so", "libtorch_cuda.so", "libc10_cuda.so")
+    ]  # fmt: skip
+    for comp, sub, name, wheel in CU130_LIBS:
+        loaded.append(
+            {
+                "component": comp,
+                "path": f"{site}/nvidia/{sub}/{name}",
+                "realpath": None,
+                "version": name.split(".so.")[1],
+                "origin": "wheel",
+                "wheel": f"{wheel}=={CU130_PINS[wheel]}",
+            }
+        )
+    loaded.append(
+        {"component": "cuda_driver", "path": "/usr/lib/x86_64-linux-gnu/libcuda.so.580.159.04",
+         "realpath": None, "version": "580.159.04", "origin": "system", "wheel": None}
+    )  # fmt: skip
+    f["torch"]["libs"] = {
+        "platform": "linux",
+        "torch_dir": torch_dir,
+        "maps_available": True,
+        "loaded": loaded,
+        "ld_library_path": [],
+        "ld_preload": [],
+        "nvidia_wheel_files": {
+            n: {"version": v, "libs": 3, "missing": []} for n, v in CU130_PINS.items()
+        },
+        "config": ["OpenMP 201511 (a.k.a. OpenMP 4.5)"],
+        "cudnn": {"compiled": [9, 19, 0], "runtime": [9, 19, 0]},
+    }
+
+
+def h100_wheels() -> dict[str, Any]:
+    f = h100_healthy()
+    cu130_wheels(f)
+    return f
+
+
+def libs_shadowed_cudart() -> dict[str, Any]:
+    """A module file put an older CUDA 13.0 on LD_LIBRARY_PATH: its cudart and nvJitLink win."""
+    f = h100_wheels()
+    f["env"]["LD_LIBRARY_PATH"] = "/usr/local/cuda-13.0/lib64:/opt/tools/lib"
+    real = "/usr/local/cuda-13.0/targets/x86_64-linux/lib"
+    libs = f["torch"]["libs"]
+    libs["ld_library_path"] = [
+        {"dir": "/usr/local/cuda-13.0/lib64", "real": real, "exists": True,
+         "libs": ["libcudart.so", "libcudart.so.13", "libcudart.so.13.0.48", "libnvJitLink.so.13"]},
+        {"dir": "/opt/tools/lib", "real": "/opt/tools/lib", "exists": True, "libs": []},
+    ]  # fmt: skip
+    for lib in libs["loaded"]:
+        if lib["component"] in ("cudart", "nvjitlink"):
+            name = (
+                "libcudart.so.13.0.48"
+                if lib["component"] == "cudart"
+                else "libnvJitLink.so.13.0.39"
+            )
+            lib.update(path=f"{real}/{name}", origin="system", wheel=None,
+                       version=name.split(".so.")[1])  # fmt: skip
+    return f
+
+
+def cudnn_wheel_missing() -> dict[str, Any]:
+    """nvidia-cudnn-cu13 was uninstalled (a dependency resolver 'fixed' a conflict): no import."""
+    f = h100_wheels()
+    del f["packages"]["nvidia_wheels"]["nvidia-cudnn-cu13"]
+    f["torch"] = {
+        "status": "import_error",
+        "error": {
+            "type": "ImportError",
+            "message": "libcudnn.so.9: cannot open shared object file: No such file or directory",
+            "traceback": "",
+        },
+    }
+    return f
+
+
+def env_misconfigured() -> dict[str, Any]:
+    """A typo in the allocator config and CUDA_LAUNCH_BLOCKING left on from a debugging session."""
+    f = h100_wheels()
+    f["env"].update(PYTORCH_ALLOC_CONF="expandable_segment:True", CUDA_LAUNCH_BLOCKING="1")
+    return f
+
+
+def nvcc_mismatch() -> dict[str, Any]:
+    """A cu130 torch with the system's CUDA 12.1 toolkit on PATH: every CUDA extension build fails."""
+    f = h100_wheels()
+    f["toolchain"] = {
+        "status": "ok",
+        "cuda_home": {"path": "/usr/local/cuda-12.1", "exists": True, "has_headers": True,
+                      "source": "nvcc on PATH (/usr/local/cuda-12.1/bin/nvcc)"},
+        "toolkits": [{"path": "/usr/local/cuda-12.1", "release": "12.1", "has_headers": True}],
+        "nvcc": {"path": "/usr/local/cuda-12.1/bin/nvcc", "exists": True, "ok": True,
+                 "returncode": 0, "output": "release 12.1, V12.1.105",
+                 "release": "12.1", "version": "12.1.105"},
+        "cxx": {"name": "c++", "path": "/usr/bin/c++", "ok": True, "returncode": 0,
+                "output": "c++ (Ubuntu 11.4.0-1ubuntu1~22.04) 11.4.0", "version": "11.4.0"},
+        "ninja": {"name": "ninja", "path": "/usr/bin/ninja", "ok": True, "returncode": 0,
+                  "output": "1.10.1", "version": "1.10.1"},
+        "rocm_home": None,
+    }  # fmt: skip
+    return f
+
+
+ROCM_TARGETS = ["gfx900", "gfx906", "gfx908", "gfx90a", "gfx942", "gfx1030", "gfx1100",
+                "gfx1101", "gfx1200", "gfx1201"]  # fmt: skip
+
+
+def rocm_gfx1031() -> dict[str, Any]:
+    """An RX 6700 XT (gfx1031) with a rocm7.1 wheel built for gfx1030 but not gfx1031."""
+    f = base()
+    version = "2.13.0+rocm7.1"
+    f["torch"]["version"] = version
+    f["packages"]["distributions"]["torch"]["version"] = version
+    f["torch"]["build"].update(variant="rocm", cuda=None, hip="7.1.25424", arch_list=ROCM_TARGETS)
+    f["torch"]["cuda"] = {
+        "available": True,
+        "device_count": 1,
+        "devices": [
+            {"index": 0, "name": "AMD Radeon RX 6700 XT", "capability": [10, 3],
+             "multi_processor_count": 20, "total_memory_bytes": 12272 * MIB, "uuid": None,
+             "gcn_arch_name": "gfx1031"}
+        ],
+    }  # fmt: skip
+    node = {"exists": True, "char_device": True, "mode": "0o660", "rw": True}
+    f["torch"]["rocm"] = {
+        "hip": "7.1.25424",
+        "hsa_override_gfx_version": None,
+        "nodes": {
+            "kfd": {"path": "/dev/kfd", "group": "render", **node},
+            "render": [{"path": "/dev/dri/renderD128", "group": "render", **node}],
+            "uid": 1000,
+            "groups": ["alice", "render", "video"],
+        },
+    }
+    return f
+
+
+def xpu_no_devices() -> dict[str, Any]:
+    """An XPU wheel on a machine whose Intel GPU render node this user may not open."""
+    f = base()
+    version = "2.13.0+xpu"
+    f["torch"]["version"] = version
+    f["packages"]["distributions"]["torch"]["version"] = version
+    f["torch"]["build"].update(variant="xpu", xpu_built=True)
+    f["torch"]["xpu"] = {
+        "available": False,
+        "device_count": 0,
+        "devices": [],
+        "nodes": {
+            "kfd": {"path": "/dev/kfd", "exists": False, "error": "No such file or directory"},
+            "render": [
+                {"path": "/dev/dri/renderD128", "exists": True, "char_device": True,
+                 "group": "render", "mode": "0o660", "rw": False}
+            ],
+            "uid": 1000,
+            "groups": ["alice"],
+        },
+    }  # fmt: skip
+    return f
+
+
 CORPUS = {
     "h100_healthy": h100_healthy,
     "driver_too_old": driver_too_old,
@@ -286,6 +489,12 @@ CORPUS = {
     "torch_missing": torch_missing,
     "torch_import_error": torch_import_error,
     "probe_hang_cuda_init": probe_hang_cuda_init,
+    "libs_shadowed_cudart": libs_shadowed_cudart,
+    "cudnn_wheel_missing": cudnn_wheel_missing,
+    "env_misconfigured": env_misconfigured,
+    "nvcc_mismatch": nvcc_mismatch,
+    "rocm_gfx1031": rocm_gfx1031,
+    "xpu_no_devices": xpu_no_devices,
 }
 
 if __name__ == "__main__":

@@ -11,14 +11,19 @@ from . import (
     cuda_available,
     cuda_devices,
     cuda_driver,
+    env,
+    extensions,
     host,
     mps,
     platform,
+    rocm,
     smoke_compute,
     smoke_cuda_memory,
     smoke_transfer,
     torch_build,
     torch_install,
+    torch_libs,
+    xpu,
 )
 
 ALL: list[ModuleType] = [
@@ -29,7 +34,12 @@ ALL: list[ModuleType] = [
     cuda_available,
     cuda_devices,
     mps,
+    rocm,
+    xpu,
     host,
+    torch_libs,
+    env,
+    extensions,
     # Slow checks last: they judge what the smoke phase of the probe measured.
     smoke_compute,
     smoke_transfer,

@@ -24,6 +24,11 @@ import time
 import traceback
 import warnings
 
+# Sibling probe modules are imported by name; -I (isolated mode) leaves the script dir off sys.path.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import accel_probe
+import libs_probe
+
 _OUT = sys.stdout
 
 
@@ -277,6 +282,11 @@ def main(argv):
             stage("cuda.init", cuda_init_facts, cuda["device_count"])
     if build.get("mps_built"):
         stage("mps", mps_facts)
+    stage("libs", libs_probe.libs_facts)
+    if build.get("variant") == "rocm":
+        stage("rocm", accel_probe.rocm_facts)
+    if build.get("xpu_built"):
+        stage("xpu", accel_probe.xpu_facts)
     smoke_size = _arg(argv, "--smoke")
     if smoke_size is not None:
         import smoke_probe  # a sibling file: the probe runs by path, its folder is on sys.path

@@ -1,0 +1,59 @@
+"""xpu: Intel GPU builds of torch — torch.xpu availability and devices."""
+
+from __future__ import annotations
+
+from ..facts import Facts, dig
+from ..model import Remedy, Status, Verdict, verdict
+from .common import Context, probe_stuck, reinstall_torch, stage_error, torch_ok, torch_unavailable
+
+ID = "xpu"
+TITLE = "Intel XPU"
+
+DRIVER_DOCS = "https://dgpu-docs.intel.com/driver/installation.html"
+
+
+def check(facts: Facts, ctx: Context) -> Verdict:
+    if not torch_ok(facts):
+        return torch_unavailable(facts)
+    build = dig(facts, "torch.build", {})
+    if build.get("variant") != "xpu" and not build.get("xpu_built"):
+        return verdict(Status.SKIP, f"not an XPU build of torch ({build.get('variant', '?')})")
+    stuck = probe_stuck(facts, ("xpu",))
+    if stuck:
+        return stuck
+    xpu = dig(facts, "torch.xpu")
+    if not xpu:
+        err = stage_error(facts, "xpu")
+        if err:
+            return verdict(Status.ERROR, f"torch.xpu failed: {err.get('message')}", {"error": err})
+        return verdict(Status.SKIP, "these facts were recorded without XPU facts")
+    render = dig(xpu, "nodes.render", [])
+    details = {"xpu": xpu}
+    if xpu.get("available") and xpu.get("device_count"):
+        names = ", ".join(d.get("name") or "?" for d in xpu.get("devices", []))
+        return verdict(
+            Status.PASS, f"XPU available: {xpu['device_count']} device(s): {names}", details
+        )
+    if ctx.expect in ("cpu", "mps"):
+        return verdict(Status.SKIP, f"XPU build, no XPU device (expected: {ctx.expect})", details)
+    driver = Remedy(
+        f"Install Intel's GPU driver and compute runtime ({DRIVER_DOCS}), let this user open the "
+        "render nodes, then check the runtime sees the GPU.",
+        ("ls -l /dev/dri", "sudo usermod -aG render $USER", "sycl-ls"),
+    )
+    if not render:
+        # No GPU render node at all: most likely no Intel GPU, so the XPU wheel is dead weight.
+        return verdict(
+            Status.WARN,
+            "XPU build of torch, but no GPU render node (/dev/dri/renderD*): no Intel GPU visible",
+            details,
+            [
+                reinstall_torch(facts, "cpu", "Without an Intel GPU the CPU build does the same."),
+                driver,
+            ],
+        )
+    unreadable = [n["path"] for n in render if not n.get("rw")]
+    why = f"cannot open {', '.join(unreadable)}" if unreadable else "driver or runtime missing?"
+    return verdict(
+        Status.FAIL, f"XPU build of torch, but torch.xpu sees no device ({why})", details, [driver]
+    )
