@@ -251,8 +251,13 @@ class Worker:
             "nccl": nccl,
             "python": platform.python_version(),
         }
-        if self.device is not None and self.device.type == "cuda":
-            i = self.device.index
+        # The rank's GPU is described even when gloo runs on CPU tensors (a fallback).
+        if torch.cuda.is_available() and torch.cuda.device_count() > 0:
+            i = (
+                self.device.index
+                if self.device.type == "cuda"
+                else self.launch.local_rank % torch.cuda.device_count()
+            )
             p = torch.cuda.get_device_properties(i)
             free, total = torch.cuda.mem_get_info(i)
             self.record["device"] = {
@@ -313,6 +318,13 @@ class Worker:
         if self.device.type == "cuda":
             self.torch.cuda.synchronize(self.device)
 
+    def _barrier(self) -> None:
+        if self.device.type == "cuda":  # NCCL wants to know the device it barriers on
+            self.dist.barrier(device_ids=[self.device.index])
+        else:
+            self.dist.barrier()
+        self._sync()
+
     def _collective(self, name: str, fn: Callable[[], tuple[bool, str]]) -> None:
         t0 = time.perf_counter()
         try:
@@ -359,8 +371,7 @@ class Worker:
             if self.record["backend"] == "gloo":
                 dist.monitored_barrier(timeout=timedelta(seconds=self.T), wait_all_ranks=True)
             else:
-                dist.barrier(device_ids=[dev.index])
-                self._sync()
+                self._barrier()
             return True, f"all {n} ranks passed"
 
         for name, fn in (
@@ -385,8 +396,7 @@ class Worker:
         def timed(fn: Callable[[], Any]) -> float:
             for _ in range(warmup):
                 fn()
-            self._sync()
-            dist.barrier()
+            self._barrier()
             t0 = time.perf_counter()
             for _ in range(iters):
                 fn()
