@@ -19,7 +19,7 @@ from torchdoctor import engine
 from torchdoctor.checks.common import Context
 from torchdoctor.dist import bandwidth, fleet, launch
 from torchdoctor.dist.render import render_text
-from torchdoctor.dist.worker import apply_override
+from torchdoctor.dist.worker import apply_override, within
 
 from .conftest import REPO, load_facts, run_cli
 
@@ -286,6 +286,17 @@ def test_launch_from_torchrun_and_srun_environments():
     exported: dict[str, str] = {}
     launch.export_for_env_rendezvous(got, exported)
     assert exported == {"RANK": "9", "WORLD_SIZE": "16", "LOCAL_RANK": "1"}
+
+
+def test_within_gives_up_on_a_call_that_does_not_return():
+    import threading
+
+    never = threading.Event()
+    with pytest.raises(TimeoutError, match="stuck all_reduce did not finish within 0 s"):
+        within(0.05, "stuck all_reduce", never.wait)
+    assert within(5, "quick", lambda x: x * 2, 21) == 42
+    with pytest.raises(KeyError):
+        within(5, "raises", {}.__getitem__, "k")
 
 
 def test_the_fleet_side_never_imports_torch():

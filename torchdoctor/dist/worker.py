@@ -112,6 +112,7 @@ class Worker:
         self.store: Any = None
         self.ctl: Any = None  # a gloo group for control traffic (monitored_barrier, objects)
         self.device: Any = None
+        self.reported = False  # rank 0 prints one fleet report, even if a later step fails
         self.record: dict[str, Any] = {
             "rank": launch.rank,
             "local_rank": launch.local_rank,
@@ -467,6 +468,7 @@ class Worker:
 
     def emit(self, records: list[dict[str, Any]], missing: list[dict[str, Any]]) -> dict[str, Any]:
         o = self.opts
+        self.reported = True
         doc = fleet.aggregate(
             records,
             self.launch.world_size,
@@ -513,10 +515,10 @@ class Worker:
     def fail(self, exc: PhaseFailed) -> int:
         self.record["errors"].append({"phase": exc.phase, "message": exc.message})
         self._set(f"error/{self.launch.rank}", f"{exc.phase}: {exc.message}")
-        if self.launch.rank == 0:
+        if self.launch.rank == 0 and not self.reported:
             time.sleep(min(GRACE_S, 1.0))  # let the other ranks' errors reach the store
             self.emit(*self.partial())
-        else:
+        else:  # other ranks, or rank 0 after its report: one line, no second report
             print(
                 f"torchdoctor dist: rank {self.launch.rank} on {self.launch.host}: "
                 f"{exc.phase}: {exc.message}",
