@@ -254,3 +254,8 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(EXIT_INTERNAL)
     # Non-standalone click returns a command's exit code (an int) or its return value.
     sys.exit(rc if isinstance(rc, int) else 0)
+
+
+from .dist.command import dist as _dist  # noqa: E402 - registered after cli is defined
+
+cli.add_command(_dist)

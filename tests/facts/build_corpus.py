@@ -110,7 +110,26 @@ def h100_healthy() -> dict[str, Any]:
         ],
     }
     with_smoke(f, ["cuda:0"])
+    cu130_wheels(f)
+    f["toolchain"] = cuda_toolchain("13.0", "13.0.88")
     return f
+
+
+def cuda_toolchain(release: str, version: str) -> dict[str, Any]:
+    """A CUDA toolkit installed the usual way, with CUDA_HOME pointing at it."""
+    home = f"/usr/local/cuda-{release}"
+    return {
+        "status": "ok",
+        "cuda_home": {"path": home, "exists": True, "has_headers": True, "source": "CUDA_HOME"},
+        "toolkits": [{"path": home, "release": release, "has_headers": True}],
+        "nvcc": {"path": f"{home}/bin/nvcc", "exists": True, "ok": True, "returncode": 0,
+                 "output": f"release {release}, V{version}", "release": release, "version": version},
+        "cxx": {"name": "c++", "path": "/usr/bin/c++", "ok": True, "returncode": 0,
+                "output": "c++ (Ubuntu 13.3.0-6ubuntu2~24.04) 13.3.0", "version": "13.3.0"},
+        "ninja": {"name": "ninja", "path": "/usr/bin/ninja", "ok": True, "returncode": 0,
+                  "output": "1.11.1", "version": "1.11.1"},
+        "rocm_home": None,
+    }  # fmt: skip
 
 
 def gpu_smoke(device: str, h2d_pinned: float = 53.1) -> dict[str, Any]:
@@ -352,9 +371,7 @@ def cu130_wheels(f: dict[str, Any]) -> None:
 
 
 def h100_wheels() -> dict[str, Any]:
-    f = h100_healthy()
-    cu130_wheels(f)
-    return f
+    return h100_healthy()  # the healthy H100 already carries its intact cu130 wheel set
 
 
 def libs_shadowed_cudart() -> dict[str, Any]:
@@ -405,20 +422,8 @@ def env_misconfigured() -> dict[str, Any]:
 def nvcc_mismatch() -> dict[str, Any]:
     """A cu130 torch with the system's CUDA 12.1 toolkit on PATH: every CUDA extension build fails."""
     f = h100_wheels()
-    f["toolchain"] = {
-        "status": "ok",
-        "cuda_home": {"path": "/usr/local/cuda-12.1", "exists": True, "has_headers": True,
-                      "source": "nvcc on PATH (/usr/local/cuda-12.1/bin/nvcc)"},
-        "toolkits": [{"path": "/usr/local/cuda-12.1", "release": "12.1", "has_headers": True}],
-        "nvcc": {"path": "/usr/local/cuda-12.1/bin/nvcc", "exists": True, "ok": True,
-                 "returncode": 0, "output": "release 12.1, V12.1.105",
-                 "release": "12.1", "version": "12.1.105"},
-        "cxx": {"name": "c++", "path": "/usr/bin/c++", "ok": True, "returncode": 0,
-                "output": "c++ (Ubuntu 11.4.0-1ubuntu1~22.04) 11.4.0", "version": "11.4.0"},
-        "ninja": {"name": "ninja", "path": "/usr/bin/ninja", "ok": True, "returncode": 0,
-                  "output": "1.10.1", "version": "1.10.1"},
-        "rocm_home": None,
-    }  # fmt: skip
+    f["toolchain"] = cuda_toolchain("12.1", "12.1.105")
+    f["toolchain"]["cuda_home"]["source"] = "nvcc on PATH (/usr/local/cuda-12.1/bin/nvcc)"
     return f
 
 

@@ -1,0 +1,90 @@
+"""``torchdoctor dist`` as users run it: two ranks under a real torchrun, gloo on this CPU machine.
+
+``--standalone`` rendezvous on port 0, so concurrent runs never collide. The timeouts are
+generous (a shared 2-core machine); the test for a hung rank fails if the run does not end
+by itself, which is the deadline being tested.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from importlib import resources
+
+import jsonschema
+import pytest
+
+from .conftest import REPO, needs_torch
+
+pytestmark = [needs_torch, pytest.mark.slow]
+FLEET_SCHEMA = json.loads(
+    resources.files("torchdoctor").joinpath("schema/fleet.schema.json").read_text()
+)
+HOST = socket.gethostname()
+
+
+def torchrun(*args: str, env: dict | None = None, nproc: int = 2) -> subprocess.CompletedProcess:
+    argv = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        f"--nproc-per-node={nproc}",
+        "-m",
+        "torchdoctor",
+        "dist",
+        *args,
+    ]
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("TORCHDOCTOR_TEST_")}
+    return subprocess.run(
+        argv,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+        env={**clean, "NO_COLOR": "1", **(env or {})},
+    )
+
+
+def test_two_gloo_ranks_give_one_passing_fleet_report(tmp_path):
+    out = tmp_path / "fleet.json"
+    r = torchrun("--no-smoke", "--collective-timeout", "60", "-o", str(out))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.count("torchdoctor 0.1.0 dist — 2 of 2 rank(s) on 1 host(s), backend gloo") == 1
+    assert "FLEET PASS" in r.stdout
+    doc = json.loads(out.read_text())
+    jsonschema.validate(doc, FLEET_SCHEMA)
+    assert [(x["rank"], x["host"]) for x in doc["ranks"]] == [(0, HOST), (1, HOST)]
+    assert doc["ranks"][0]["report"]["checks"] and doc["ranks"][1]["report"] is None
+    assert all(c["status"] == "pass" for x in doc["ranks"] for c in x["collectives"].values())
+    assert {m["op"] for m in doc["ranks"][1]["bandwidth"]} == {
+        "all_reduce",
+        "all_gather",
+        "broadcast",
+        "sendrecv",
+    }
+
+
+def test_a_rank_that_disagrees_is_flagged_by_host_and_rank():
+    override = json.dumps({"1": {"versions.torch": "2.0.0+cpu"}})
+    r = torchrun(
+        "--no-checks", "--no-bandwidth", "--json", env={"TORCHDOCTOR_TEST_FACT_OVERRIDE": override}
+    )
+    assert r.returncode == 1, r.stdout + r.stderr
+    doc = json.loads(r.stdout)
+    versions = next(f for f in doc["findings"] if f["id"] == "fleet.versions")
+    assert versions["status"] == "fail" and versions["details"]["ranks"] == [1]
+    assert f"2.0.0+cpu on rank 1 ({HOST})" in versions["summary"]
+
+
+def test_a_rank_that_never_joins_is_named_within_the_deadline():
+    r = torchrun(
+        "--no-checks", "--collective-timeout", "5", env={"TORCHDOCTOR_TEST_HANG_RANK": "1"}
+    )
+    assert r.returncode != 0
+    assert f"rank 1 ({HOST}, last seen in phase 'collectives')" in r.stdout, r.stdout + r.stderr
+    assert "all_reduce did not finish within 5 s" in r.stdout
+    assert "FLEET FAIL" in r.stdout

@@ -1,0 +1,206 @@
+"""The ``torchdoctor dist`` command: parse, then hand this rank to the worker (or replay a report)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from ..cli import EXPECT, _check_writable, _split_ids, _use_color, _validate_ids
+from . import fleet
+from .bandwidth import parse_sizes
+from .launch import LaunchError, export_for_env_rendezvous, from_env
+from .render import RENDERERS
+
+LAUNCH_HELP = (
+    "torchdoctor dist runs once per rank under a launcher, e.g.\n"
+    "  torchrun --standalone --nproc-per-node=8 -m torchdoctor dist\n"
+    "(several nodes, Slurm and Kubernetes: see the README). "
+    "To judge a recorded fleet report instead: torchdoctor dist --replay FLEET.json"
+)
+
+
+def _sizes(ctx: click.Context, param: click.Parameter, value: str | None) -> list[int] | None:
+    try:
+        return parse_sizes(value) if value else None
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from exc
+
+
+@click.command("dist")
+@click.option(
+    "--backend",
+    type=click.Choice(["auto", "nccl", "gloo"]),
+    default="auto",
+    show_default=True,
+    help="auto: NCCL when every rank has a CUDA device and NCCL, else gloo (reported).",
+)
+@click.option(
+    "--collective-timeout",
+    type=click.FloatRange(min=1, max=3600),
+    default=60.0,
+    show_default=True,
+    help="Deadline in seconds for the rendezvous and each collective.",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=1, max=3600),
+    default=60.0,
+    show_default=True,
+    help="Deadline for each host's torch probe.",
+)
+@click.option(
+    "--expect",
+    type=click.Choice(EXPECT),
+    default="auto",
+    show_default=True,
+    help="What each host must provide (as for check).",
+)
+@click.option("--only", multiple=True, metavar="ID[,ID]", help="Run only these node checks.")
+@click.option("--skip", multiple=True, metavar="ID[,ID]", help="Do not run these node checks.")
+@click.option("--no-checks", is_flag=True, help="Skip the node checks; collectives only.")
+@click.option(
+    "--no-smoke", is_flag=True, help="Skip the per-device smoke tests of the node checks."
+)
+@click.option(
+    "--smoke-size",
+    type=click.Choice(["quick", "full"]),
+    default="quick",
+    show_default=True,
+    help="How long the smoke tests run.",
+)
+@click.option("--no-bandwidth", is_flag=True, help="Skip the bus bandwidth measurements.")
+@click.option(
+    "--sizes",
+    callback=_sizes,
+    default=None,
+    metavar="SIZE[,SIZE]",
+    help="Bandwidth message sizes, e.g. 1M,16M,128M (default: 256K,4M on gloo; "
+    "1M,16M,128M on NCCL).",
+)
+@click.option(
+    "--iters",
+    type=click.IntRange(min=1, max=10000),
+    default=None,
+    help="Timed iterations per size (default: 3 on gloo, 20 on NCCL).",
+)
+@click.option(
+    "--slow-ratio",
+    type=click.FloatRange(min=0, max=1, min_open=True),
+    default=fleet.SLOW_RATIO,
+    show_default=True,
+    help="Flag a rank whose bandwidth is below this fraction of the fleet median.",
+)
+@click.option(
+    "--fail-on",
+    type=click.Choice(["warn", "fail"]),
+    default="fail",
+    show_default=True,
+    help="Lowest status that makes the exit code 1.",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(sorted(RENDERERS)),
+    default=None,
+    help="Fleet report format on rank 0 (default: text).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Short for --format json.")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Rank 0 also writes the fleet JSON document (every rank's report) to FILE.",
+)
+@click.option("-v", "--verbose", is_flag=True, help="Show every finding's details.")
+@click.option(
+    "--replay",
+    type=click.Path(),
+    default=None,
+    metavar="FLEET.json",
+    help="Judge a recorded fleet report again instead of running (no torch needed).",
+)
+def dist(
+    backend: str,
+    collective_timeout: float,
+    timeout: float,
+    expect: str,
+    only: tuple[str, ...],
+    skip: tuple[str, ...],
+    no_checks: bool,
+    no_smoke: bool,
+    smoke_size: str,
+    no_bandwidth: bool,
+    sizes: list[int] | None,
+    iters: int | None,
+    slow_ratio: float,
+    fail_on: str,
+    fmt: str | None,
+    as_json: bool,
+    output: str | None,
+    verbose: bool,
+    replay: str | None,
+) -> None:
+    """Check a whole cluster: node checks, collectives and bandwidth on every rank, one fleet report.
+
+    Start it with torchrun (or srun), one process per GPU; rank 0 prints the fleet report and every
+    rank exits with the same code.
+    """
+    if as_json and fmt not in (None, "json"):
+        raise click.UsageError("--json conflicts with --format " + fmt)
+    fmt = "json" if as_json else (fmt or "text")
+    only_ids, skip_ids = _split_ids(only), _split_ids(skip)
+    _validate_ids(only_ids, "--only")
+    _validate_ids(skip_ids, "--skip")
+    _check_writable(output, "--output")
+    color = _use_color(sys.stdout) and fmt == "text"
+    if replay:
+        try:
+            doc = fleet.reaggregate(
+                json.loads(Path(replay).read_text(encoding="utf-8")),
+                slow_ratio=slow_ratio,
+                fail_on=fail_on,
+            )
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise click.BadParameter(
+                f"cannot replay {replay!r}: {exc}", param_hint="--replay"
+            ) from exc
+        click.echo(RENDERERS[fmt](doc, verbose, color), nl=False)
+        if output:
+            Path(output).write_text(RENDERERS["json"](doc, False, False), encoding="utf-8")
+        raise click.exceptions.Exit(doc["exit_code"])
+    try:
+        launch = from_env()
+    except LaunchError as exc:
+        raise click.UsageError(str(exc)) from exc
+    if launch is None:
+        raise click.UsageError(LAUNCH_HELP)
+    export_for_env_rendezvous(launch)
+    from .worker import DistOptions, run
+
+    run(
+        DistOptions(
+            backend=backend,
+            collective_timeout_s=collective_timeout,
+            probe_timeout_s=timeout,
+            checks=not no_checks,
+            smoke=not no_smoke,
+            smoke_size=smoke_size,
+            expect=expect,
+            only=only_ids,
+            skip=skip_ids,
+            measure_bandwidth=not no_bandwidth,
+            sizes=sizes,
+            iters=iters,
+            slow_ratio=slow_ratio,
+            fail_on=fail_on,
+            fmt=fmt,
+            verbose=verbose,
+            output=output,
+            color=color,
+        ),
+        launch,
+    )
