@@ -125,3 +125,15 @@ def test_scans_an_installed_package_without_errors(tmp_path):
     doc = json.loads(r.stdout)
     assert doc["summary"]["files_scanned"] > 10 and doc["errors"] == []
     assert r.returncode == 0
+
+
+def test_parallel_and_serial_scans_agree(tmp_path):
+    from torchdoctor.scan import ScanOptions, scan_paths
+
+    for i in range(70):
+        (tmp_path / f"m{i:02d}.py").write_text(BAD if i % 7 == 0 else GOOD)
+    serial = scan_paths([str(tmp_path)], ScanOptions(), jobs=1)
+    parallel = scan_paths([str(tmp_path)], ScanOptions(), jobs=2)
+    assert [f.to_dict() for f in parallel.findings] == [f.to_dict() for f in serial.findings]
+    assert parallel.files_scanned == serial.files_scanned == 70
+    assert len(serial.findings) == 10 * 3

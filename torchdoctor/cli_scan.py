@@ -53,6 +53,13 @@ def _list_rules(ctx: click.Context, _param: click.Parameter, value: bool) -> Non
 @click.option("--select", multiple=True, metavar="RULE[,RULE]", help="Only these rules.")
 @click.option("--ignore", multiple=True, metavar="RULE[,RULE]", help="Not these rules.")
 @click.option("--include-tests", is_flag=True, help="Also scan test files (test_*.py, tests/ …).")
+@click.option(
+    "-j",
+    "--jobs",
+    type=click.IntRange(min=1, max=256),
+    default=None,
+    help="Worker processes for large trees (default: the usable CPUs).",
+)
 @click.option("--fix", is_flag=True, help="Rewrite the mechanical cases in place.")
 @click.option("--diff", is_flag=True, help="Print the --fix rewrite as a diff (writes nothing).")
 @click.option(
@@ -72,6 +79,7 @@ def scan_cmd(
     select: tuple[str, ...],
     ignore: tuple[str, ...],
     include_tests: bool,
+    jobs: int | None,
     fix: bool,
     diff: bool,
 ) -> None:
@@ -97,7 +105,7 @@ def scan_cmd(
         select=_rule_ids(select, "--select") or None,
         ignore=_rule_ids(ignore, "--ignore"),
     )
-    result = scan_paths(paths, opts)
+    result = scan_paths(paths, opts, jobs)
     if fix or diff:
         _apply_fixes(result, write=fix, show=diff)
     render = {"text": render_text, "json": render_json, "sarif": render_sarif}[fmt]
