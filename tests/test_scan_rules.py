@@ -96,6 +96,7 @@ NEGATIVE = {
         'check_device(a, b, device="cuda")',
         'x = t.to("cpu")',
         'with torch.cuda.device(0):\n    y = t.to("cuda:0")',
+        'def nccl_estimate(x):\n    return x.to("cuda")',  # NCCL-only code
     ],
     "TD101": ["sd = torch.load(f, map_location='cpu', weights_only=True)", "torch.load(**kw)"],
     "TD102": ["sd = torch.load(f, map_location='cpu', weights_only=False)", "np.load(f)"],

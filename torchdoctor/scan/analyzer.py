@@ -19,7 +19,7 @@ NEWLINE = re.compile(r"\r\n|\r|\n")
 CUDA_STRING = re.compile(r"cuda(:\d+)?")
 # A name that shows the author thought about the device: guards, device-specific functions.
 GUARD_WORD = re.compile(r"cuda|gpu|device|accelerator|is_available", re.I)
-DEVICE_SPECIFIC_NAME = re.compile(r"cuda|gpu", re.I)
+DEVICE_SPECIFIC_NAME = re.compile(r"cuda|gpu|cudnn|nccl|triton|cutlass", re.I)
 NO_GRAD_WORD = re.compile(r"no_grad|inference_mode")
 TIMING_WORD = re.compile(r"^(time|perf_counter|monotonic|elapsed_time|Event|Timer|record)$")
 # A file (or block) that imports one of these cannot run without an NVIDIA GPU anyway.
