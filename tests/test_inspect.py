@@ -147,3 +147,16 @@ def test_pickle_scan_reads_persistent_ids_without_torch(tmp_path):
     with open(f, "rb") as fh:
         scan.feed(fh)
     assert scan.locations == {"cuda:1": 2} and scan.location_elements == {"cuda:1": 6}
+
+
+def test_a_reader_that_hangs_is_killed_at_the_deadline(tmp_path):
+    """A stand-in interpreter that never answers: inspect reports it instead of hanging."""
+    hang = tmp_path / "python"
+    hang.write_text("#!/bin/sh\nsleep 60\n")
+    hang.chmod(0o755)
+    f = tmp_path / "m.pt"
+    f.write_bytes(b"PK\x03\x04")
+    r = run_cli("inspect", str(f), "--python", str(hang), "--timeout", "1", "--json", timeout=30)
+    doc = json.loads(r.stdout)
+    assert r.returncode == 1 and doc["probe"]["status"] == "timeout"
+    assert any("deadline" in p for p in doc["problems"])
