@@ -223,6 +223,12 @@ def check(
     raise click.exceptions.Exit(report.exit_code())
 
 
+from .cli_scan import inspect_cmd, scan_cmd  # noqa: E402 - registered after the core commands
+
+cli.add_command(scan_cmd)
+cli.add_command(inspect_cmd)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: click's errors keep their codes; anything else is exit 3 in one line."""
     args = sys.argv[1:] if argv is None else argv

@@ -1,0 +1,162 @@
+"""`torchdoctor inspect` on checkpoint files made here (tests/ckpt_factory.py)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from torchdoctor.probes import pickle_scan
+
+from .conftest import REPO, needs_torch, run_cli
+
+
+@pytest.fixture(scope="module")
+def ckpts(tmp_path_factory) -> Path:
+    if not _has_torch():
+        pytest.skip("torch is not installed here")
+    out = tmp_path_factory.mktemp("ckpt")
+    subprocess.run(
+        [sys.executable, str(REPO / "tests" / "ckpt_factory.py"), str(out)], check=True, timeout=120
+    )
+    return out
+
+
+def _has_torch() -> bool:
+    from importlib.util import find_spec
+
+    return find_spec("torch") is not None
+
+
+def inspect(path: Path) -> tuple[int, dict]:
+    r = run_cli("inspect", str(path), "--json")
+    assert "Traceback" not in r.stderr, r.stderr
+    return r.returncode, json.loads(r.stdout)
+
+
+@needs_torch
+def test_crafted_cuda_checkpoint_really_fails_a_plain_load(ckpts):
+    r = subprocess.run(
+        [sys.executable, "-c", f"import torch; torch.load({str(ckpts / 'cuda_state_dict.pt')!r})"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode != 0 and "Attempting to deserialize object on a CUDA device" in r.stderr
+
+
+@needs_torch
+def test_cuda_checkpoint_on_cpu_machine_gets_map_location(ckpts):
+    rc, r = inspect(ckpts / "cuda_state_dict.pt")
+    assert rc == 1
+    assert r["saved_locations"] == {"cuda:0": 9}
+    assert r["loads_as_is"] is False
+    path = str(ckpts / "cuda_state_dict.pt")
+    assert r["load_call"] == f"torch.load({path!r}, map_location='cpu', weights_only=True)"
+    c = r["content"]
+    assert c["kind"] == "state_dict" and c["tensors"] == 9
+    assert c["dtypes"] == {"float32": 8, "int64": 1}
+    assert c["elements"] == 4 * 3 + 3 + 3 * 4 + 1 + 3 * 2 + 2  # weights, biases, BN stats, count
+
+
+@needs_torch
+def test_cpu_checkpoint_loads_as_is(ckpts):
+    rc, r = inspect(ckpts / "cpu_state_dict.pt")
+    assert rc == 0 and r["loads_as_is"] and r["saved_locations"] == {"cpu": 9}
+    assert "map_location" not in r["load_call"]
+
+
+@needs_torch
+def test_legacy_format_cuda_checkpoint(ckpts):
+    rc, r = inspect(ckpts / "legacy_cuda.pt")
+    assert rc == 1 and r["format"] == "torch-legacy"
+    assert r["saved_locations"] == {"cuda:0": 9} and "map_location='cpu'" in r["load_call"]
+
+
+@needs_torch
+def test_training_checkpoint_parts(ckpts):
+    rc, r = inspect(ckpts / "checkpoint.pt")
+    assert rc == 0
+    parts = r["content"]["parts"]
+    assert parts["model"]["kind"] == "state_dict"
+    assert parts["optimizer"]["kind"] == "optimizer_state_dict"
+    assert parts["epoch"]["kind"] == "int"
+
+
+@needs_torch
+def test_pickled_module_is_described_never_loaded(ckpts):
+    rc, r = inspect(ckpts / "pickled_module.pt")
+    assert rc == 1 and r["loads_as_is"] is False
+    assert "torch.nn.modules.linear.Linear" in r["pickled_objects"]
+    assert "weights_only=False" in r["load_call"] and "trusted" in r["load_call"]
+    assert r["saved_locations"] == {"cpu": 9}  # read from the pickle opcodes
+    assert any("pickled module" in p for p in r["problems"])
+
+
+@needs_torch
+def test_safetensors_header(ckpts):
+    rc, r = inspect(ckpts / "weights.safetensors")
+    assert r["format"] == "safetensors"
+    assert r["content"]["tensors"] == 2 and r["content"]["dtypes"] == {"F32": 1, "I64": 1}
+    assert "safetensors.torch.load_file" in r["load_call"]
+    installed = r["content"] is not None and rc == 0
+    assert installed or any("pip install safetensors" in p for p in r["problems"])
+
+
+def test_not_a_checkpoint(tmp_path):
+    f = tmp_path / "notes.txt"
+    f.write_text("hello")
+    rc, r = inspect(f)
+    assert rc == 1 and r["format"] == "unknown" and r["problems"]
+
+
+@needs_torch
+def test_truncated_checkpoint_is_reported(ckpts, tmp_path):
+    data = (ckpts / "cpu_state_dict.pt").read_bytes()
+    bad = tmp_path / "cut.pt"
+    bad.write_bytes(data[: len(data) // 2])
+    rc, r = inspect(bad)
+    assert rc == 1 and r["problems"]
+
+
+def test_text_output_and_usage_error(tmp_path):
+    r = run_cli("inspect", str(tmp_path / "missing.pt"))
+    assert r.returncode == 2
+
+
+def test_pickle_scan_reads_persistent_ids_without_torch(tmp_path):
+    """A torch-style pickle, written with the standard library, scanned without executing it."""
+    import pickle
+
+    class P(pickle.Pickler):
+        def persistent_id(self, obj):
+            return obj if isinstance(obj, tuple) and obj and obj[0] == "storage" else None
+
+    f = tmp_path / "x.pkl"
+    with open(f, "wb") as fh:
+        P(fh, protocol=2).dump(
+            {
+                "a": ("storage", "FloatStorage", "0", "cuda:1", 4),
+                "b": ("storage", "x", "1", "cuda:1", 2),
+            }
+        )
+    scan = pickle_scan.Scan()
+    with open(f, "rb") as fh:
+        scan.feed(fh)
+    assert scan.locations == {"cuda:1": 2} and scan.location_elements == {"cuda:1": 6}
+
+
+def test_a_reader_that_hangs_is_killed_at_the_deadline(tmp_path):
+    """A stand-in interpreter that never answers: inspect reports it instead of hanging."""
+    hang = tmp_path / "python"
+    hang.write_text("#!/bin/sh\nsleep 60\n")
+    hang.chmod(0o755)
+    f = tmp_path / "m.pt"
+    f.write_bytes(b"PK\x03\x04")
+    r = run_cli("inspect", str(f), "--python", str(hang), "--timeout", "1", "--json", timeout=30)
+    doc = json.loads(r.stdout)
+    assert r.returncode == 1 and doc["probe"]["status"] == "timeout"
+    assert any("deadline" in p for p in doc["problems"])

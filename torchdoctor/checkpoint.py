@@ -1,0 +1,187 @@
+"""`torchdoctor inspect`: what a checkpoint holds, where it was saved from, how to load it here.
+
+The file is read by probes/ckpt_probe.py in a child process with a deadline (a hostile or huge
+file cannot hang or crash us); this module turns the probe's stages into a report and the
+exact `torch.load(...)` call that works on this machine.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from .probes.runner import python_argv, run_probe
+
+SCHEMA_VERSION = 1
+PROBE = Path(__file__).parent / "probes" / "ckpt_probe.py"
+PICKLED_MODULE = re.compile(r"^(torch\.nn\.modules\.|__main__\.)")
+WEIGHTS_ONLY_FAILED = "Weights only load failed"
+
+
+def _loadable_here(location: str, machine: dict[str, Any]) -> bool:
+    if location == "cpu" or location.startswith("meta"):
+        return True
+    if location.startswith("cuda"):
+        index = int(location.split(":", 1)[1]) if ":" in location else 0
+        return bool(machine.get("cuda_available")) and index < machine.get("cuda_device_count", 0)
+    if location.startswith("mps"):
+        return bool(machine.get("mps_available"))
+    return False  # xpu, hpu, privateuse1…: only where that backend is present
+
+
+def _target(machine: dict[str, Any]) -> str:
+    return "cuda:0" if machine.get("cuda_available") else "cpu"
+
+
+def build_report(path: str, run) -> dict[str, Any]:
+    """Pure: the probe's stages (a ProbeRun) -> the report dict."""
+    st, errs = run.stages, run.errors
+    info = st.get("file") or {}
+    fmt = info.get("format", "unknown")
+    machine = st.get("machine") or {}
+    report: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "path": path,
+        "format": fmt,
+        "size_bytes": info.get("size_bytes"),
+        "machine": machine,
+        "content": None,
+        "saved_locations": {},
+        "globals": [],
+        "pickled_objects": [],
+        "loads_as_is": False,
+        "problems": [],
+        "load_call": None,
+        "probe": run.summary(),
+    }
+    problems: list[str] = report["problems"]
+    if run.status in ("timeout", "crashed"):
+        problems.append(f"reading the file failed: {run.message}")
+    if "file" in errs:
+        problems.append(f"cannot read the file: {errs['file'].get('message')}")
+        return report
+    if fmt == "unknown":
+        problems.append("not a torch.save (zip or legacy pickle) or safetensors file")
+        return report
+    if "machine" in errs:
+        problems.append(
+            f"torch could not be imported to check loading: {errs['machine'].get('message')}"
+        )
+    quoted = repr(path)
+    if fmt == "safetensors":
+        return _safetensors(report, st.get("safetensors"), errs, quoted)
+
+    pick = st.get("pickle") or {}
+    report["globals"] = pick.get("globals", [])
+    report["pickled_objects"] = [g for g in report["globals"] if PICKLED_MODULE.match(g)]
+    if pick.get("error") and not st.get("load"):
+        problems.append(f"the pickle is malformed or truncated: {pick['error']}")
+    load = st.get("load")
+    locations = (load or {}).get("saved_locations") or pick.get("storage_locations", {})
+    report["saved_locations"] = locations
+    wrong = sorted(loc for loc in locations if not _loadable_here(loc, machine))
+    needs_map = bool(wrong) and bool(machine)
+    if needs_map:
+        problems.append(
+            f"tensors were saved from {', '.join(wrong)}, which this machine does not have: "
+            "a plain torch.load fails with 'Attempting to deserialize object on a CUDA device'"
+        )
+    if load:
+        report["content"] = {k: v for k, v in load.items() if not k.startswith("saved_")}
+        map_arg = f", map_location={_target(machine)!r}" if needs_map else ""
+        report["load_call"] = f"torch.load({quoted}{map_arg}, weights_only=True)"
+        report["loads_as_is"] = not needs_map
+        return report
+    message = (errs.get("load") or {}).get("message", "")
+    if WEIGHTS_ONLY_FAILED in message:
+        what = (
+            "a pickled module/object (" + ", ".join(report["pickled_objects"][:5]) + ")"
+            if report["pickled_objects"]
+            else "objects that weights_only loading does not allow"
+        )
+        problems.append(
+            f"the file holds {what}: it loads only with weights_only=False, which runs code from "
+            "the file. Do that only for a file you trust; better, re-save its state_dict()."
+        )
+        first_line = message.strip().splitlines()[0] if message.strip() else ""
+        report["weights_only_error"] = first_line
+        map_arg = f", map_location={_target(machine)!r}" if needs_map else ""
+        report["load_call"] = (
+            f"torch.load({quoted}{map_arg}, weights_only=False)  # trusted files only"
+        )
+    elif message:
+        problems.append(f"torch.load(weights_only=True) failed: {message.strip()[:300]}")
+    return report
+
+
+def _safetensors(report: dict, header: dict | None, errs: dict, quoted: str) -> dict:
+    if header is None:
+        msg = (errs.get("safetensors") or {}).get("message", "unreadable header")
+        report["problems"].append(f"cannot read the safetensors header: {msg}")
+        return report
+    report["content"] = {k: v for k, v in header.items() if k != "safetensors_installed"}
+    report["saved_locations"] = {"cpu": header.get("tensors", 0)}  # safetensors has no device
+    device = _target(report["machine"]) if report["machine"] else "cpu"
+    report["load_call"] = (
+        f"safetensors.torch.load_file({quoted}, device={device!r})"  # never unpickles
+    )
+    if header.get("safetensors_installed"):
+        report["loads_as_is"] = True
+    else:
+        report["problems"].append(
+            "the safetensors package is not installed: pip install safetensors"
+        )
+    return report
+
+
+def inspect(path: str, python: str, timeout_s: float) -> dict[str, Any]:
+    run = run_probe(python_argv(python, str(PROBE), str(Path(path).resolve())), timeout_s)
+    return build_report(path, run)
+
+
+def exit_code(report: dict[str, Any]) -> int:
+    """0: loads as it is here; 1: it needs another call, or could not be read."""
+    return 0 if report.get("loads_as_is") else 1
+
+
+def _size(n: int | None) -> str:
+    if n is None:
+        return "?"
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{size:.1f} {unit}" if unit != "B" else f"{int(size)} B"
+        size /= 1024
+    return f"{n} B"
+
+
+def render_text(r: dict[str, Any]) -> str:
+    out = [f"{r['path']}  ({r['format']}, {_size(r.get('size_bytes'))})"]
+    c = r.get("content") or {}
+    if c:
+        out.append(f"  content:   {c.get('kind')}  ({c.get('python_type', 'safetensors')})")
+        for key, part in (c.get("parts") or {}).items():
+            out.append(f"    {key}: {part['kind']}, {part['tensors']} tensors")
+        out.append(
+            f"  tensors:   {c.get('tensors')}, {c.get('elements', 0):,} elements, "
+            f"{_size(c.get('bytes'))}"
+        )
+        dtypes = ", ".join(f"{k} ×{v}" for k, v in (c.get("dtypes") or {}).items())
+        out.append(f"  dtypes:    {dtypes or '-'}")
+    if r.get("saved_locations"):
+        locs = ", ".join(f"{k} ({v} storages)" for k, v in r["saved_locations"].items())
+        out.append(f"  saved on:  {locs}")
+    if r.get("pickled_objects"):
+        out.append(f"  pickled:   {', '.join(r['pickled_objects'][:8])}")
+    m = r.get("machine") or {}
+    if m:
+        here = f"CUDA ×{m['cuda_device_count']}" if m.get("cuda_available") else "no CUDA"
+        out.append(f"  here:      torch {m.get('torch_version')}, {here}")
+    for p in r.get("problems", []):
+        out.append(f"  ✗ {p}")
+    verdict = "loads here as it is" if r.get("loads_as_is") else "does not load here as it is"
+    out.append(f"  verdict:   {verdict}")
+    if r.get("load_call"):
+        out.append(f"  load with: {r['load_call']}")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,182 @@
+"""`torchdoctor scan` and `torchdoctor inspect`: device hygiene of code and checkpoints.
+
+Registered on the main group in cli.py; kept here so the core CLI stays small.
+"""
+
+from __future__ import annotations
+
+import click
+
+from .scan.rules import LEVELS, RULES, resolve
+
+SCAN_FORMATS = ("text", "json", "sarif")
+
+
+def _rule_ids(values: tuple[str, ...], option: str) -> frozenset[str]:
+    ids = set()
+    for raw in values:
+        for tok in (t.strip() for t in raw.split(",")):
+            if not tok:
+                continue
+            rule = resolve(tok)
+            if rule is None:
+                known = ", ".join(f"{r.id} ({r.name})" for r in RULES)
+                raise click.BadParameter(f"unknown rule {tok!r}; known: {known}", param_hint=option)
+            ids.add(rule.id)
+    return frozenset(ids)
+
+
+def _list_rules(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if not value or ctx.resilient_parsing:
+        return
+    for r in RULES:
+        click.echo(f"{r.id}  {r.level:<7}  {r.name:<34} {r.title}")
+    ctx.exit(0)
+
+
+@click.command("scan")
+@click.argument("paths", nargs=-1, type=click.Path(exists=True), metavar="PATH...")
+@click.option(
+    "--format", "fmt", type=click.Choice(SCAN_FORMATS), default=None, help="Output format."
+)
+@click.option("--json", "as_json", is_flag=True, help="Short for --format json.")
+@click.option(
+    "-o", "--output", type=click.Path(dir_okay=False), default=None, help="Also write to FILE."
+)
+@click.option(
+    "--fail-on",
+    type=click.Choice([*reversed(LEVELS), "never"]),
+    default="warning",
+    show_default=True,
+    help="Lowest finding level that makes the exit code 1.",
+)
+@click.option("--select", multiple=True, metavar="RULE[,RULE]", help="Only these rules.")
+@click.option("--ignore", multiple=True, metavar="RULE[,RULE]", help="Not these rules.")
+@click.option("--include-tests", is_flag=True, help="Also scan test files (test_*.py, tests/ …).")
+@click.option(
+    "-j",
+    "--jobs",
+    type=click.IntRange(min=1, max=256),
+    default=None,
+    help="Worker processes for large trees (default: the usable CPUs).",
+)
+@click.option("--fix", is_flag=True, help="Rewrite the mechanical cases in place.")
+@click.option("--diff", is_flag=True, help="Print the --fix rewrite as a diff (writes nothing).")
+@click.option(
+    "--list-rules",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_list_rules,
+    help="List the rules and exit.",
+)
+def scan_cmd(
+    paths: tuple[str, ...],
+    fmt: str | None,
+    as_json: bool,
+    output: str | None,
+    fail_on: str,
+    select: tuple[str, ...],
+    ignore: tuple[str, ...],
+    include_tests: bool,
+    jobs: int | None,
+    fix: bool,
+    diff: bool,
+) -> None:
+    """Find device pitfalls in Python code (parsed, never imported or run).
+
+    Suppress one finding with a `# torchdoctor: ignore[TD001]` comment on its line.
+    """
+    from .cli import _check_writable
+    from .scan import ScanOptions, scan_paths
+    from .scan.report import exit_code, render_json, render_text
+    from .scan.sarif import render_sarif
+
+    if not paths:
+        raise click.UsageError("give at least one file or directory to scan")
+    if as_json and fmt not in (None, "json"):
+        raise click.UsageError(f"--json conflicts with --format {fmt}")
+    fmt = "json" if as_json else (fmt or "text")
+    if diff and fmt != "text":
+        raise click.UsageError("--diff prints a patch; use it with the text format")
+    _check_writable(output, "--output")
+    opts = ScanOptions(
+        include_tests=include_tests,
+        select=_rule_ids(select, "--select") or None,
+        ignore=_rule_ids(ignore, "--ignore"),
+    )
+    result = scan_paths(paths, opts, jobs)
+    if fix or diff:
+        _apply_fixes(result, write=fix, show=diff)
+    render = {"text": render_text, "json": render_json, "sarif": render_sarif}[fmt]
+    doc = render(result, fail_on)
+    click.echo(doc, nl=False)
+    if output:
+        try:
+            with open(output, "w", encoding="utf-8") as fh:
+                fh.write(doc)
+        except OSError as exc:
+            raise click.BadParameter(
+                f"cannot write {output!r}: {exc.strerror}", "--output"
+            ) from exc
+    raise click.exceptions.Exit(exit_code(result, fail_on))
+
+
+def _apply_fixes(result, write: bool, show: bool) -> None:
+    """Rewrite files; fixed findings move from `findings` to `fixed`. Diffs go to stderr
+    only when stdout carries a document, else to stdout before the report."""
+    from .scan import fix as fixmod
+    from .scan.engine import read_source
+
+    by_file: dict[str, list] = {}
+    for f in result.findings:
+        by_file.setdefault(f.path, []).append(f)
+    done: set[int] = set()
+    for path, findings in by_file.items():
+        if not any(f.edit for f in findings):
+            continue
+        planned = fixmod.plan(path, read_source(path), findings)
+        if planned is None:
+            continue
+        if show:
+            click.echo(planned.diff(), nl=False)
+        if write:
+            fixmod.write(planned)
+            done.update(id(f) for f in planned.applied)
+    result.fixed = [f for f in result.findings if id(f) in done]
+    result.findings = [f for f in result.findings if id(f) not in done]
+
+
+@click.command("inspect")
+@click.argument("checkpoint", type=click.Path(exists=True, dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option(
+    "--python",
+    "python",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="Read it with the torch of this interpreter (default: this one).",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=1, max=3600),
+    default=120.0,
+    show_default=True,
+    help="Seconds the reading child process may take before it is killed.",
+)
+def inspect_cmd(checkpoint: str, as_json: bool, python: str | None, timeout: float) -> None:
+    """Read a torch.save or safetensors file safely and say how to load it here.
+
+    Never unpickles anything beyond what torch.load(weights_only=True) allows.
+    """
+    import json
+    import sys
+
+    from . import checkpoint as ckpt
+
+    report = ckpt.inspect(checkpoint, python or sys.executable, timeout)
+    if as_json:
+        click.echo(json.dumps(report, indent=2))
+    else:
+        click.echo(ckpt.render_text(report), nl=False)
+    raise click.exceptions.Exit(ckpt.exit_code(report))

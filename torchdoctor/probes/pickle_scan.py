@@ -1,0 +1,178 @@
+"""Read a pickle's opcodes without executing them (standard library only).
+
+`pickletools.genops` only decodes; nothing is imported or called. A small stack simulation
+recovers what torch's persistent ids say about each storage — `('storage', <type>, key,
+location, numel)` — so the devices a checkpoint was saved from are known even for a file that
+`weights_only` loading refuses (a pickled nn.Module). Also lists every GLOBAL it references.
+"""
+
+from __future__ import annotations
+
+import io
+import pickletools
+import zipfile
+from collections import Counter
+
+STRING_OPS = frozenset(
+    [
+        "SHORT_BINUNICODE",
+        "BINUNICODE",
+        "BINUNICODE8",
+        "UNICODE",
+        "SHORT_BINSTRING",
+        "BINSTRING",
+        "STRING",
+    ]
+)
+INT_OPS = frozenset(["BININT", "BININT1", "BININT2", "INT", "LONG", "LONG1", "LONG4"])
+TO_MARK_PUSH = frozenset(["TUPLE", "LIST", "DICT", "FROZENSET", "OBJ", "INST"])
+TO_MARK_DROP = frozenset(["APPENDS", "SETITEMS", "ADDITEMS", "POP_MARK"])
+POPS = {"POP": 1, "APPEND": 1, "SETITEM": 2, "BUILD": 1, "REDUCE": 1, "NEWOBJ": 1, "NEWOBJ_EX": 2}
+MAX_OPS = 50_000_000
+TORCH_MAGIC = 0x1950A86A20F9469CFC6C
+# Legacy (pre-1.6) files are several pickles in a row: magic, protocol, sys_info, the object.
+LEGACY_PICKLES = 4
+
+
+class Global(str):
+    """A GLOBAL reference, `module.name`, kept apart from plain strings on the stack."""
+
+
+class _Other:
+    pass
+
+
+OTHER = _Other()
+
+
+class Scan:
+    def __init__(self) -> None:
+        self.globals: Counter[str] = Counter()
+        self.locations: Counter[str] = Counter()
+        self.location_elements: Counter[str] = Counter()
+        self.storage_types: Counter[str] = Counter()
+        self.persistent_ids = 0
+        self.complete = True
+        self.ops = 0
+
+    def feed(self, stream: io.BufferedIOBase) -> object:
+        """Simulate one pickle; returns its top value (a str/int/tuple or OTHER)."""
+        stack: list[object] = []
+        marks: list[int] = []
+        memo: dict[int, object] = {}
+        try:
+            for op, arg, _pos in pickletools.genops(stream):
+                self.ops += 1
+                if self.ops > MAX_OPS:
+                    self.complete = False
+                    break
+                name = op.name
+                if name in STRING_OPS:
+                    stack.append(arg if isinstance(arg, str) else OTHER)
+                elif name in INT_OPS:
+                    stack.append(arg)
+                elif name == "GLOBAL":
+                    g = Global(str(arg).replace(" ", ".", 1))
+                    self.globals[g] += 1
+                    stack.append(g)
+                elif name == "STACK_GLOBAL":
+                    attr, module = stack.pop(), stack.pop()
+                    g = Global(f"{module}.{attr}")
+                    self.globals[g] += 1
+                    stack.append(g)
+                elif name == "MARK":
+                    marks.append(len(stack))
+                elif name in TO_MARK_PUSH:
+                    k = marks.pop()
+                    items = tuple(stack[k:])
+                    del stack[k:]
+                    if name == "INST":
+                        self.globals[Global(str(arg).replace(" ", ".", 1))] += 1
+                    stack.append(items if name == "TUPLE" else OTHER)
+                elif name in TO_MARK_DROP:
+                    del stack[marks.pop() :]
+                elif name in ("TUPLE1", "TUPLE2", "TUPLE3"):
+                    n = int(name[-1])
+                    items = tuple(stack[-n:])
+                    del stack[-n:]
+                    stack.append(items)
+                elif name in POPS:
+                    del stack[len(stack) - POPS[name] :]
+                    if name in ("REDUCE", "NEWOBJ", "NEWOBJ_EX"):
+                        stack[-1] = OTHER
+                elif name == "BINPERSID":
+                    self._persistent(stack.pop())
+                    stack.append(OTHER)
+                elif name == "PERSID":
+                    self.persistent_ids += 1
+                    stack.append(OTHER)
+                elif name in ("BINPUT", "LONG_BINPUT", "PUT"):
+                    memo[int(arg)] = stack[-1]
+                elif name == "MEMOIZE":
+                    memo[len(memo)] = stack[-1]
+                elif name in ("BINGET", "LONG_BINGET", "GET"):
+                    stack.append(memo.get(int(arg), OTHER))
+                elif name == "DUP":
+                    stack.append(stack[-1])
+                elif name in ("PROTO", "FRAME", "STOP"):
+                    pass
+                else:  # NONE, NEWTRUE, BINFLOAT, EMPTY_*, bytes, EXT*: one opaque value
+                    stack.append(OTHER)
+        except (IndexError, KeyError, ValueError, TypeError) as exc:
+            # A malformed or truncated pickle: what was read so far still counts.
+            self.complete = False
+            self.error = f"{type(exc).__name__}: {exc}"
+            return OTHER
+        return stack[-1] if stack else OTHER
+
+    def _persistent(self, pid: object) -> None:
+        self.persistent_ids += 1
+        if isinstance(pid, tuple) and len(pid) >= 5 and pid[0] == "storage":
+            location = pid[3] if isinstance(pid[3], str) else "?"
+            self.locations[location] += 1
+            if isinstance(pid[4], int):
+                self.location_elements[location] += pid[4]
+            if isinstance(pid[1], Global):
+                self.storage_types[str(pid[1])] += 1
+
+    def to_dict(self) -> dict:
+        return {
+            "globals": sorted(self.globals),
+            "storage_locations": dict(self.locations),
+            "storage_elements_by_location": dict(self.location_elements),
+            "storage_types": dict(self.storage_types),
+            "persistent_ids": self.persistent_ids,
+            "complete": self.complete,
+            "error": getattr(self, "error", None),
+        }
+
+
+def scan_zip(path: str) -> dict:
+    with zipfile.ZipFile(path) as zf:
+        names = zf.namelist()
+        pkl = next((n for n in names if n.endswith("/data.pkl") or n == "data.pkl"), None)
+        if pkl is None:
+            return {
+                "error": "zip file without a data.pkl: not a torch.save file",
+                "entries": len(names),
+            }
+        scan = Scan()
+        with zf.open(pkl) as fh:
+            scan.feed(io.BufferedReader(fh))
+        out = scan.to_dict()
+        out["entries"] = len(names)
+        return out
+
+
+def scan_legacy(path: str) -> dict:
+    scan = Scan()
+    with open(path, "rb") as fh:
+        first = scan.feed(fh)
+        magic_ok = first == TORCH_MAGIC
+        for _ in range(LEGACY_PICKLES - 1 if magic_ok else 0):
+            if not scan.complete:
+                break
+            scan.feed(fh)
+    out = scan.to_dict()
+    out["torch_magic"] = magic_ok
+    return out

@@ -1,0 +1,76 @@
+"""What a scan produces: findings (rule, place, code, advice) and per-file errors."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .rules import BY_ID
+
+
+@dataclass(frozen=True)
+class Edit:
+    """A text replacement for --fix: character offsets into the file's text (end exclusive)."""
+
+    start: int
+    end: int
+    text: str
+
+
+@dataclass
+class Finding:
+    rule: str
+    path: str
+    line: int  # 1-based
+    col: int  # 1-based, in characters
+    end_line: int
+    end_col: int  # 1-based, exclusive
+    code: str  # the offending source line, stripped
+    message: str
+    fix: str  # advice in words; `edit` is the mechanical rewrite, when there is a safe one
+    edit: Edit | None = None
+
+    @property
+    def level(self) -> str:
+        return BY_ID[self.rule].level
+
+    @property
+    def name(self) -> str:
+        return BY_ID[self.rule].name
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rule": self.rule,
+            "name": self.name,
+            "level": self.level,
+            "path": self.path,
+            "line": self.line,
+            "col": self.col,
+            "end_line": self.end_line,
+            "end_col": self.end_col,
+            "code": self.code,
+            "message": self.message,
+            "fix": self.fix,
+            "autofix": self.edit is not None,
+        }
+
+
+@dataclass
+class FileError:
+    path: str
+    message: str
+    line: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "message": self.message, "line": self.line}
+
+
+@dataclass
+class ScanResult:
+    findings: list[Finding] = field(default_factory=list)
+    errors: list[FileError] = field(default_factory=list)
+    files_scanned: int = 0
+    files_skipped: int = 0  # test files left out by default
+    lines_scanned: int = 0
+    suppressed: int = 0
+    fixed: list[Finding] = field(default_factory=list)

@@ -1,0 +1,133 @@
+"""The catalog of scan rules: stable ids, levels and the advice each finding carries.
+
+Ids never change meaning; a retired rule keeps its id unused. Levels follow SARIF
+(error > warning > note): `error` crashes on some machine, `warning` is a latent bug or an
+unsafe default, `note` is performance or style.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+LEVELS = ("note", "warning", "error")
+
+
+def level_rank(level: str) -> int:
+    return LEVELS.index(level)
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    name: str
+    level: str
+    title: str
+    help: str
+    tags: tuple[str, ...] = ("device",)
+
+
+RULES: tuple[Rule, ...] = (
+    Rule(
+        "TD001",
+        "hardcoded-cuda-call",
+        "error",
+        "`.cuda()` hard-codes the CUDA device",
+        "`.cuda()` raises 'Torch not compiled with CUDA enabled' on CPU and Mac machines. Pick the "
+        "device once (e.g. `device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')`) "
+        "and use `.to(device)`.",
+    ),
+    Rule(
+        "TD002",
+        "hardcoded-cuda-device",
+        "error",
+        "a 'cuda' device string is hard-coded",
+        "`.to('cuda')`, `torch.device('cuda')` and `device='cuda:0'` fail where CUDA is absent. "
+        "Pass a device variable chosen once at start-up instead.",
+    ),
+    Rule(
+        "TD101",
+        "load-without-map-location",
+        "warning",
+        "`torch.load` without `map_location`",
+        "A checkpoint saved from GPU tensors fails on a CPU machine with 'Attempting to deserialize "
+        "object on a CUDA device'. Pass `map_location='cpu'` (or your device variable).",
+    ),
+    Rule(
+        "TD102",
+        "load-without-weights-only",
+        "warning",
+        "`torch.load` without an explicit `weights_only`",
+        "Unpickling runs arbitrary code. Say `weights_only=True` (the default since torch 2.6, "
+        "and safe on older releases too); use `weights_only=False` only for files you trust.",
+        ("security",),
+    ),
+    Rule(
+        "TD201",
+        "dataparallel",
+        "note",
+        "`nn.DataParallel` is slower than DistributedDataParallel",
+        "DataParallel runs one process, replicates the model every step and is bound by the GIL. "
+        "Use `torch.nn.parallel.DistributedDataParallel` (one process per GPU, `torchrun`).",
+        ("performance",),
+    ),
+    Rule(
+        "TD202",
+        "dataparallel-cuda-model",
+        "error",
+        "`DataParallel(model.cuda())` hard-codes CUDA",
+        "Wrapping `model.cuda()` crashes on machines without CUDA. Move the model with "
+        "`.to(device)` and wrap it only when `torch.cuda.device_count() > 1`.",
+    ),
+    Rule(
+        "TD301",
+        "tensor-attribute-not-buffer",
+        "error",
+        "a tensor stored as a plain module attribute",
+        "`model.to(device)` moves parameters and buffers only: a tensor assigned to `self.x` stays "
+        "behind and causes 'Expected all tensors to be on the same device'. Use "
+        "`self.register_buffer('x', tensor)` (persistent=False to keep it out of the state_dict) "
+        "or `nn.Parameter`.",
+    ),
+    Rule(
+        "TD302",
+        "factory-in-forward-without-device",
+        "warning",
+        "tensor created in `forward` without `device=`",
+        "A tensor factory without `device=` makes a CPU tensor even when the model runs on a GPU. "
+        "Pass `device=x.device` (and `dtype=x.dtype`) of an input, or use `torch.zeros_like(x)`.",
+    ),
+    Rule(
+        "TD401",
+        "numpy-without-detach",
+        "error",
+        "`.numpy()` on a tensor that requires grad",
+        "`.numpy()` raises 'Can't call numpy() on Tensor that requires grad'. Use "
+        "`.detach().cpu().numpy()`.",
+    ),
+    Rule(
+        "TD402",
+        "sync-in-loop",
+        "note",
+        "a device synchronisation in a hot loop",
+        "`.item()` and `torch.cuda.synchronize()` block until the GPU catches up, every iteration. "
+        "Accumulate on the device and read the value every N steps.",
+        ("performance",),
+    ),
+    Rule(
+        "TD501",
+        "pin-memory-hardcoded",
+        "note",
+        "`pin_memory=True` hard-coded",
+        "Pinned memory needs an accelerator; without one torch warns and ignores it. Use "
+        "`pin_memory=torch.cuda.is_available()`.",
+        ("performance",),
+    ),
+)
+
+BY_ID = {r.id: r for r in RULES}
+BY_NAME = {r.name: r for r in RULES}
+
+
+def resolve(token: str) -> Rule | None:
+    """A rule by id (`TD001`, any case) or by name (`hardcoded-cuda-call`)."""
+    return BY_ID.get(token.upper()) or BY_NAME.get(token.lower())

@@ -1,0 +1,110 @@
+"""SARIF 2.1.0 output, the format GitHub code scanning reads to show findings inline.
+
+Locations are relative to the current directory (`%SRCROOT%`) when the file is under it,
+which is what a CI job running at the repository root needs.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from .. import __version__
+from .model import ScanResult
+from .rules import RULES
+
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+
+
+def _uri(path: str) -> tuple[str, bool]:
+    """(uri, relative to %SRCROOT%?)"""
+    p = Path(path).resolve()
+    try:
+        return p.relative_to(Path.cwd().resolve()).as_posix(), True
+    except ValueError:
+        return p.as_uri(), False
+
+
+def _location(path: str, region: dict[str, Any] | None) -> dict[str, Any]:
+    uri, relative = _uri(path)
+    artifact: dict[str, Any] = {"uri": uri}
+    if relative:
+        artifact["uriBaseId"] = "%SRCROOT%"
+    physical: dict[str, Any] = {"artifactLocation": artifact}
+    if region:
+        physical["region"] = region
+    return {"physicalLocation": physical}
+
+
+def to_sarif(result: ScanResult) -> dict[str, Any]:
+    index = {r.id: i for i, r in enumerate(RULES)}
+    rules = [
+        {
+            "id": r.id,
+            "name": r.name,
+            "shortDescription": {"text": r.title},
+            "fullDescription": {"text": r.help},
+            "help": {"text": r.help},
+            "defaultConfiguration": {"level": r.level},
+            "properties": {"tags": list(r.tags)},
+        }
+        for r in RULES
+    ]
+    results = [
+        {
+            "ruleId": f.rule,
+            "ruleIndex": index[f.rule],
+            "level": f.level,
+            "message": {"text": f"{f.message}. Fix: {f.fix}"},
+            "locations": [
+                _location(
+                    f.path,
+                    {
+                        "startLine": f.line,
+                        "startColumn": f.col,
+                        "endLine": f.end_line,
+                        "endColumn": f.end_col,
+                        "snippet": {"text": f.code},
+                    },
+                )
+            ],
+        }
+        for f in result.findings
+    ]
+    notifications = [
+        {
+            "level": "error",
+            "message": {"text": e.message},
+            "locations": [_location(e.path, {"startLine": e.line} if e.line else None)],
+        }
+        for e in result.errors
+    ]
+    return {
+        "$schema": SARIF_SCHEMA,
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "torchdoctor",
+                        "version": __version__,
+                        "rules": rules,
+                    }
+                },
+                "originalUriBaseIds": {"%SRCROOT%": {"uri": Path.cwd().resolve().as_uri() + "/"}},
+                "invocations": [
+                    {
+                        "executionSuccessful": True,
+                        "toolExecutionNotifications": notifications,
+                        "workingDirectory": {"uri": Path.cwd().resolve().as_uri()},
+                    }
+                ],
+                "results": results,
+            }
+        ],
+    }
+
+
+def render_sarif(result: ScanResult, fail_on: str) -> str:
+    return json.dumps(to_sarif(result), indent=2) + "\n"
