@@ -9,6 +9,8 @@ from torchdoctor.checks import by_id
 from torchdoctor.checks.common import Context
 from torchdoctor.model import Status
 
+from .conftest import FACTS_DIR
+
 
 def judge(facts: dict, check_id: str, expect: str = "auto"):
     return engine.run_check(by_id()[check_id], facts, Context(expect=expect))
@@ -222,3 +224,85 @@ def test_numpy_abi_error_printed_at_import_is_caught(facts):
     f = facts("cpu_linux")
     f["torch"]["warnings"] = ["UserWarning: Failed to initialize NumPy: No module named 'numpy'"]
     assert judge(f, "torch.install").status == Status.PASS
+
+
+CORPUS = sorted(p.stem for p in FACTS_DIR.glob("*.json"))
+
+
+@pytest.mark.parametrize("name", CORPUS)
+@pytest.mark.parametrize("expect", ["auto", "cpu", "cuda", "mps"])
+def test_every_warn_and_fail_from_a_check_carries_its_own_remedy(facts, name, expect):
+    """Checked on the checks themselves, before the engine's safety net adds a generic one."""
+    f = facts(name)
+    for module in engine.select():
+        v = module.check(f, Context(expect=expect))
+        if v.status in (Status.WARN, Status.FAIL):
+            assert v.remedies, (module.ID, v.summary)
+            assert all(r.text for r in v.remedies)
+
+
+def test_expect_cpu_turns_gpu_only_failures_into_warnings(facts):
+    f = facts("driver_too_old")
+    assert judge(f, "cuda.driver", "auto").status == Status.FAIL
+    result = judge(f, "cuda.driver", "cpu")
+    assert result.status == Status.WARN and "not required with --expect cpu" in result.summary
+    report = engine.diagnose(facts("gpu_too_old"), Context(expect="cpu"), engine.select())
+    assert report.exit_code() == 0, [(c.id, c.status) for c in report.checks if c.status.rank == 2]
+
+
+def test_companion_fix_keeps_the_cuda_build_and_pins_versions(facts):
+    f = facts("h100_healthy")
+    f["torch"]["version"] = "2.13.0"  # PyPI's Linux wheel: a CUDA build with no local tag
+    f["packages"]["distributions"]["torchvision"] = {"version": "0.27.0", "location": "/x"}
+    result = judge(f, "torch.install")
+    cmd = result.remedies[0].commands[0]
+    assert "whl/cu130" in cmd and "whl/cpu" not in cmd
+    assert "torch==2.13.0" in cmd and "'torchvision==0.28.*'" in cmd
+
+
+def test_missing_library_fix_removes_only_the_torch_wheel_set(facts):
+    f = facts("torch_import_error")
+    f["packages"]["nvidia_wheels"] = {"nvidia-cudnn-cu12": "9.1.0.70", "nvidia-ml-py": "13.580"}
+    f["packages"]["distributions"]["torchmetrics"] = {"version": "1.0", "location": "/x"}
+    uninstall = judge(f, "torch.install").remedies[0].commands[0]
+    assert uninstall.endswith("uninstall -y torch nvidia-cudnn-cu12")
+
+
+@pytest.mark.parametrize(
+    ("cap", "driver", "index"),
+    [([3, 7], "470.256.02", "whl/cu118"), ([12, 0], "580.159.04", "whl/cu130")],
+)
+def test_arch_fixes_name_a_wheel_that_covers_the_gpu(facts, cap, driver, index):
+    f = facts("gpu_too_old")
+    f["nvml"]["driver_version"] = driver
+    f["nvml"]["devices"][0]["capability"] = cap
+    f["torch"]["cuda"]["devices"][0]["capability"] = cap
+    f["torch"]["build"]["arch_list"] = [
+        "sm_50",
+        "sm_60",
+        "sm_70",
+        "sm_75",
+        "sm_80",
+        "sm_86",
+        "sm_90",
+    ]
+    result = judge(f, "cuda.devices")
+    assert result.status == Status.FAIL
+    assert index in result.remedies[0].commands[0]
+
+
+def test_torch_seeing_no_gpu_is_not_a_passing_device_list(facts):
+    f = facts("h100_healthy")
+    f["env"]["CUDA_VISIBLE_DEVICES"] = ""
+    f["torch"]["cuda"] = {"available": False, "device_count": 0, "devices": []}
+    result = judge(f, "cuda.devices")
+    assert result.status == Status.SKIP and "none of the 1 GPU" in result.summary
+    assert judge(f, "cuda.devices", "cuda").status == Status.FAIL
+
+
+def test_rocm_build_without_gpu_gets_rocm_advice(facts):
+    f = facts("rocm_gfx1031")
+    f["torch"]["cuda"]["available"] = False
+    result = judge(f, "cuda.available")
+    text = " ".join(r.text for r in result.remedies)
+    assert "/dev/kfd" in text and "NVIDIA" not in text

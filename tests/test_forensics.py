@@ -153,7 +153,7 @@ def test_nvcc_12_1_against_cu130_torch_fails(facts):
     assert "nvcc 12.1" in result.summary and "13.0" in result.summary
     cmds = commands(result)
     assert "conda install -c nvidia cuda-toolkit=13.0" in cmds
-    assert any("whl/cu128" in c for c in cmds)  # torch 2.11's CUDA 12 wheel
+    assert any("whl/cu126" in c for c in cmds)  # torch 2.11's CUDA 12 wheel nearest to 12.1
 
 
 def test_nvcc_minor_mismatch_warns_and_a_matching_toolkit_is_offered(facts):

@@ -29,11 +29,42 @@ def test_driver_support(driver, cuda, verdict):
     assert compat.driver_support(driver, cuda) == verdict
 
 
-def test_best_variant_for_driver():
-    assert compat.best_variant_for_driver("580.159.04", "2.11.0") == "cu130"
-    assert compat.best_variant_for_driver("570.133.20", "2.11.0") == "cu128"
-    assert compat.best_variant_for_driver("570.133.20", "2.13.0") == "cu126"
-    assert compat.best_variant_for_driver("450.0", "2.13.0") is None
+def _pick(torch, driver, caps=()):
+    choice = compat.pick_wheel(torch, driver, list(caps))
+    return (choice.release, choice.variant, choice.support) if choice else None
+
+
+def test_pick_wheel_prefers_this_release_and_full_support():
+    assert _pick("2.11.0", "580.159.04") == ("2.11", "cu130", "full")
+    assert _pick("2.11.0", "570.133.20") == ("2.11", "cu128", "full")
+    assert _pick("2.13.0", "570.133.20") == ("2.13", "cu126", "full")
+    # 535 fully serves none of 2.13's variants; 13.x needs >= 580, so the newest one it runs at
+    # all is cu126, through 12.x minor-version compatibility (floor 525.60.13).
+    assert _pick("2.13.0", "535.183.01") == ("2.13", "cu126", "minor_compat")
+
+
+def test_pick_wheel_never_offers_what_the_driver_cannot_run():
+    # A 470 driver runs CUDA 11.x only: the last release with cu118 is 2.7.
+    assert _pick("2.13.0", "470.256.02") == ("2.7", "cu118", "minor_compat")
+    assert _pick("2.13.0", "390.0") is None
+
+
+def test_pick_wheel_covers_the_gpu():
+    assert _pick("2.13.0", "580.159.04", [(6, 0)]) == ("2.13", "cu126", "full")  # Pascal: cu126
+    assert _pick("2.13.0", "470.256.02", [(3, 7)]) == ("2.7", "cu118", "minor_compat")  # K80
+    assert _pick("2.13.0", "580.159.04", [(12, 0)]) == ("2.13", "cu130", "full")  # Blackwell
+    assert _pick("2.6.0", "580.159.04", [(12, 0)]) is None  # no Blackwell before 2.7 cu128
+
+
+def test_pick_wheel_for_releases_outside_the_table():
+    assert _pick("2.3.1", "520.61.05") == ("2.3", "cu118", "full")
+    assert _pick("2.0.1", "580.159.04")[0] == "2.1"  # older than the table: its oldest row
+    assert _pick("2.99.0", "580.159.04")[0] == "2.14"  # newer than the table: its newest row
+
+
+def test_driver_support_pads_short_versions():
+    assert compat.driver_support("580", "13.0") == "minor_compat"
+    assert compat.driver_support("580.65.06", "13.0") == "full"
 
 
 @pytest.mark.parametrize(

@@ -16,6 +16,7 @@ from pathlib import Path
 import click
 
 from . import __version__
+from .cli_types import FiniteFloat, write_or_usage_error
 
 EXPECT = ("auto", "cpu", "cuda", "mps")
 FORMATS = ("text", "json", "markdown", "junit")
@@ -53,7 +54,8 @@ def _check_writable(path: str | None, option: str) -> None:
 
 
 def _use_color(stream) -> bool:
-    return stream.isatty() and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
+    # NO_COLOR: "when present and not an empty string" (no-color.org).
+    return stream.isatty() and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -119,7 +121,7 @@ def list_checks(as_json: bool) -> None:
 )
 @click.option(
     "--timeout",
-    type=click.FloatRange(min=1, max=3600),
+    type=FiniteFloat(min=1, max=3600),
     default=60.0,
     show_default=True,
     help="Seconds the torch probe may take before it is killed.",
@@ -181,9 +183,11 @@ def check(
     only_ids, skip_ids = _split_ids(only), _split_ids(skip)
     _validate_ids(only_ids, "--only")
     _validate_ids(skip_ids, "--skip")
+    if only_ids and not set(only_ids) - set(skip_ids):
+        raise click.UsageError("--only and --skip together leave no check to run")
     _check_writable(output, "--output")
     _check_writable(dump_facts, "--dump-facts")
-    if facts_file:
+    if facts_file is not None:
         try:
             facts = facts_mod.load(facts_file)
         except ValueError as exc:
@@ -197,29 +201,23 @@ def check(
             smoke_timeout_s=timeout,
         )
         facts = facts_mod.gather(opts)
-    if dump_facts:
-        try:
-            facts_mod.dump(facts, dump_facts)
-        except OSError as exc:
-            raise click.BadParameter(
-                f"cannot write {dump_facts!r}: {exc.strerror}", "--dump-facts"
-            ) from exc
-    ctx = Context(expect=expect, smoke=not no_smoke)
-    report = engine.diagnose(facts, ctx, engine.select(only_ids, skip_ids), fail_on=fail_on)
-    doc = report.to_dict()
     if redact:
         from .redact import redact as redact_doc
 
-        doc = redact_doc(doc)
+        facts = redact_doc(facts)  # before anything is written: the facts file is shared too
+    if dump_facts:
+        write_or_usage_error(dump_facts, "--dump-facts", lambda p: facts_mod.dump(facts, p))
+    ctx = Context(expect=expect, smoke=not no_smoke)
+    report = engine.diagnose(facts, ctx, engine.select(only_ids, skip_ids), fail_on=fail_on)
+    doc = report.to_dict()
     render = RENDERERS[fmt]
     click.echo(render(doc, verbose, _use_color(sys.stdout) and fmt == "text"), nl=False)
     if output:
-        try:
-            Path(output).write_text(render(doc, verbose, False), encoding="utf-8")
-        except OSError as exc:
-            raise click.BadParameter(
-                f"cannot write {output!r}: {exc.strerror}", "--output"
-            ) from exc
+        write_or_usage_error(
+            output,
+            "--output",
+            lambda p: Path(p).write_text(render(doc, verbose, False), encoding="utf-8"),
+        )
     raise click.exceptions.Exit(report.exit_code())
 
 
@@ -232,6 +230,10 @@ cli.add_command(inspect_cmd)
 def main(argv: list[str] | None = None) -> None:
     """Entry point: click's errors keep their codes; anything else is exit 3 in one line."""
     args = sys.argv[1:] if argv is None else argv
+    for stream in (sys.stdout, sys.stderr):
+        # A Windows console redirected to a file is cp1252: never crash on ✓ or —.
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="replace")
     if hasattr(signal, "SIGTERM"):
         # `docker stop`, a CI timeout: exit through Python so probes are killed at exit.
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))

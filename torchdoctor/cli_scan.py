@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import click
 
+from .cli_types import FiniteFloat
 from .scan.rules import LEVELS, RULES, resolve
 
 SCAN_FORMATS = ("text", "json", "sarif")
@@ -159,7 +160,7 @@ def _apply_fixes(result, write: bool, show: bool) -> None:
 )
 @click.option(
     "--timeout",
-    type=click.FloatRange(min=1, max=3600),
+    type=FiniteFloat(min=1, max=3600),
     default=120.0,
     show_default=True,
     help="Seconds the reading child process may take before it is killed.",

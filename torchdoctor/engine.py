@@ -11,13 +11,29 @@ from . import __version__
 from .checks import ALL
 from .checks.common import Context
 from .facts import Facts
-from .model import CheckResult, Remedy, Report, Status
+from .model import CheckResult, Remedy, Report, Status, Verdict
+
+NO_FIX = Remedy(
+    "torchdoctor knows no automatic fix for this; the details (-v) show what it observed."
+)
+
+
+def _within_expectation(module: ModuleType, ctx: Context, v: Verdict) -> Verdict:
+    """Severity follows --expect: a CUDA problem on a job that expects the CPU is worth knowing,
+    not worth failing the job for."""
+    accel = getattr(module, "ACCELERATOR", None)
+    if v.status == Status.FAIL and accel and ctx.expect not in ("auto", accel):
+        v.status = Status.WARN
+        v.summary += f" (not required with --expect {ctx.expect})"
+    if v.status in (Status.WARN, Status.FAIL) and not v.remedies:
+        v.remedies = [NO_FIX]  # the report contract: every warn/fail carries a remedy
+    return v
 
 
 def run_check(module: ModuleType, facts: Facts, ctx: Context) -> CheckResult:
     t0 = time.perf_counter()
     try:
-        v = module.check(facts, ctx)
+        v = _within_expectation(module, ctx, module.check(facts, ctx))
         result = CheckResult(module.ID, module.TITLE, v.status, v.summary, v.details, v.remedies)
     except Exception as exc:  # noqa: BLE001 - one broken check must not lose the report
         result = CheckResult(

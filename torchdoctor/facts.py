@@ -30,6 +30,11 @@ TOOLCHAIN_TIMEOUT_S = 20.0
 
 
 Facts = dict[str, Any]
+# Top-level sections of a facts record; each is a JSON object.
+SECTIONS = (
+    "collected", "env", "nvml", "host", "platform", "packages", "torch", "smoke", "probe",
+    "toolchain", "container",
+)  # fmt: skip
 
 
 def dig(facts: Facts, path: str, default: Any = None) -> Any:
@@ -176,6 +181,9 @@ def load(path: str) -> Facts:
         data = data["facts"]  # a whole report is accepted too: its facts replay the diagnosis
     if not isinstance(data, dict) or "facts_version" not in data:
         raise ValueError(f"{path!r} is not a torchdoctor facts file (no facts_version)")
+    bad = [k for k in SECTIONS if k in data and not isinstance(data[k], dict)]
+    if bad:
+        raise ValueError(f"{path!r} is not a valid facts file: {', '.join(bad)} must be objects")
     if data["facts_version"] != FACTS_VERSION:
         raise ValueError(
             f"{path!r} has facts_version {data['facts_version']}; "

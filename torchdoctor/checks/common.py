@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,9 +20,9 @@ class Context:
 
 
 def python_cmd(facts: Facts) -> str:
-    """The interpreter being diagnosed, so a remedy fixes that environment, not another."""
+    """pip of the interpreter being diagnosed, so a remedy fixes that environment, not another."""
     exe = dig(facts, "platform.executable") or dig(facts, "collected.python")
-    return f"{exe} -m pip" if exe else "python -m pip"
+    return f"{shlex.quote(exe)} -m pip" if exe else "python -m pip"
 
 
 def installed_family(facts: Facts) -> list[str]:
@@ -30,21 +31,81 @@ def installed_family(facts: Facts) -> list[str]:
     return ["torch"] + [p for p in ("torchvision", "torchaudio") if p in dists]
 
 
-def reinstall_torch(facts: Facts, variant: str, why: str) -> Remedy:
-    """Reinstall torch (and its installed companions) from one wheel index."""
-    pkgs = " ".join(installed_family(facts))
+def pinned_family(facts: Facts, release: str | None = None) -> list[str]:
+    """Requirement strings for torch and its installed companions, pinned so a fix never moves
+    torch to another release by accident: this exact version, or ``release`` when it must."""
+    version = compat.public_version(dig(facts, "torch.version")) or dig(
+        facts, "packages.distributions.torch.version"
+    )
+    current = compat.torch_minor(version)
+    release = release or current
+    pins = []
+    for pkg in installed_family(facts):
+        if pkg == "torch":
+            pins.append(
+                f"torch=={compat.public_version(version)}"
+                if release == current and version
+                else f"torch=={release}.*"
+            )
+        elif release and compat.companion_minor(pkg, release):
+            pins.append(f"{pkg}=={compat.companion_minor(pkg, release)}.*")
+        else:
+            pins.append(pkg)
+    return [shlex.quote(p) for p in pins]
+
+
+def current_variant(facts: Facts) -> str | None:
+    """The wheel index the installed torch came from: its local tag, else what it was built with
+    (PyPI's Linux wheel has no tag but is a CUDA build); None when that cannot be told."""
+    version = dig(facts, "torch.version") or dig(facts, "packages.distributions.torch.version")
+    if version and "+" in version:
+        return version.split("+", 1)[1]
+    cuda = dig(facts, "torch.build.cuda")
+    if cuda:
+        return "cu" + "".join(str(p) for p in compat.parse_version(cuda)[:2])
+    return "cpu" if dig(facts, "torch.build.variant") == "cpu" else None
+
+
+def install_command(
+    facts: Facts, variant: str, release: str | None = None, force: bool = True
+) -> str:
+    """pip install of torch and its installed companions, pinned, from one wheel index."""
+    pkgs = " ".join(pinned_family(facts, release))
     url = compat.INDEX_URL.format(variant=variant)
+    flag = " --force-reinstall" if force else ""
+    return f"{python_cmd(facts)} install{flag} {pkgs} --index-url {url}"
+
+
+def reinstall_torch(facts: Facts, variant: str, why: str, release: str | None = None) -> Remedy:
+    """Reinstall torch (and its installed companions) from one wheel index, versions pinned."""
+    which = f"torch {release}" if release else "torch"
+    companions = " and its companions" if len(installed_family(facts)) > 1 else ""
     return Remedy(
-        f"{why} Reinstall torch{' and its companions' if ' ' in pkgs else ''} from the "
-        f"{variant} index so they match each other.",
-        (f"{python_cmd(facts)} install --force-reinstall {pkgs} --index-url {url}",),
+        f"{why} Reinstall {which}{companions} from the {variant} index so they match each other.",
+        (install_command(facts, variant, release),),
     )
 
 
-def gpu_variant(facts: Facts) -> str | None:
-    """The newest CUDA wheel variant the detected driver fully supports, for this torch release."""
-    driver = dig(facts, "nvml.driver_version")
-    return compat.best_variant_for_driver(driver, dig(facts, "torch.version"))
+def wheel_for(
+    facts: Facts, capabilities: list[tuple[int, int]] | None = None
+) -> compat.WheelChoice | None:
+    """The CUDA wheel the detected driver serves and whose arch list covers the GPUs."""
+    if capabilities is None:
+        capabilities = [tuple(g["capability"]) for g in nvml_gpus(facts) if g.get("capability")]
+    version = dig(facts, "torch.version") or dig(facts, "packages.distributions.torch.version")
+    return compat.pick_wheel(version, dig(facts, "nvml.driver_version"), capabilities)
+
+
+def install_wheel(facts: Facts, choice: compat.WheelChoice, why: str) -> Remedy:
+    """reinstall_torch for a WheelChoice: same release when it fits, else the one that does."""
+    current = compat.torch_minor(
+        dig(facts, "torch.version") or dig(facts, "packages.distributions.torch.version")
+    )
+    release = None if choice.release == current else choice.release
+    caveat = " (through minor-version compatibility)" if choice.support == "minor_compat" else ""
+    return reinstall_torch(
+        facts, choice.variant, f"{why} The {choice.variant} build fits{caveat}.", release
+    )
 
 
 def nvml_gpus(facts: Facts) -> list[dict[str, Any]]:

@@ -3,98 +3,158 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 
 from ..data import compat
 from ..facts import Facts, dig
 from ..model import Remedy, Status, Verdict, verdict
 from .common import (
     Context,
-    gpu_variant,
+    install_wheel,
     nvml_gpus,
     probe_stuck,
     reinstall_torch,
     torch_ok,
     torch_unavailable,
+    wheel_for,
 )
 
 ID = "cuda.available"
 TITLE = "CUDA usable from torch"
 
-
-def _hidden_by_env(env: dict) -> str | None:
-    cvd = env.get("CUDA_VISIBLE_DEVICES")
-    if cvd is not None and cvd.strip() in ("", "-1", "none", "NoDevFiles"):
-        return f"CUDA_VISIBLE_DEVICES={cvd!r} hides every GPU"
-    return None
+HIDING_VALUES = ("", "-1", "none", "NoDevFiles")
 
 
-def _why_unavailable(facts: Facts) -> tuple[str, list[Remedy]]:
-    """The most specific reason CUDA is unavailable in a CUDA build, and its fix."""
-    gpus = nvml_gpus(facts)
-    env = dig(facts, "env", {})
-    warnings = " ".join(dig(facts, "torch.cuda.warnings", []))
-    hidden = _hidden_by_env(env)
-    if hidden:
-        return hidden, [
-            Remedy(
-                "Unset it, or list the GPUs this job should use.", ("unset CUDA_VISIBLE_DEVICES",)
-            )
-        ]
-    if "too old" in warnings or (dig(facts, "nvml.status") == "ok" and _driver_too_old(facts)):
-        variant = gpu_variant(facts)
-        rem = [
-            Remedy("Upgrade the NVIDIA driver (see cuda.driver for the version).", ("nvidia-smi",))
-        ]
-        if variant:
-            rem.append(
-                reinstall_torch(
-                    facts, variant, "Or keep this driver and install a wheel it supports."
-                )
-            )
-        found = re.search(r"found version \d+", warnings)
-        return (
-            f"the NVIDIA driver is too old for this wheel ({found.group(0) if found else 'see cuda.driver'})",
-            rem,
-        )
-    if not gpus:
-        if dig(facts, "container.detected"):
-            return (
-                "no NVIDIA GPU is visible inside this container (started without --gpus?)",
-                [
-                    Remedy(
-                        "Start the container with GPU access (needs nvidia-container-toolkit on the host).",
-                        ("docker run --gpus all ...",),
-                    )
-                ],
-            )
-        return (
-            "no NVIDIA driver or GPU found",
-            [
-                Remedy(
-                    "Install the NVIDIA driver, or install the CPU build if this machine has no GPU.",
-                    ("nvidia-smi",),
-                )
-            ],
-        )
-    if warnings:
-        return f"CUDA initialisation failed: {warnings[:300]}", [
-            Remedy(
-                "NVML sees the GPU but CUDA cannot initialise: reload the UVM module "
-                "(common after suspend) or reboot.",
-                ("sudo rmmod nvidia_uvm && sudo modprobe nvidia_uvm",),
-            )
-        ]
-    return "NVML sees GPUs but torch.cuda.is_available() is False", [
-        Remedy(
-            "Check /dev/nvidia-uvm exists and the nvidia_uvm module is loaded.",
-            ("ls -l /dev/nvidia*", "sudo modprobe nvidia_uvm"),
-        )
-    ]
+@dataclass
+class Reason:
+    """Why CUDA is unavailable in a CUDA build: a code to decide on, prose, and fixes."""
+
+    code: str  # hidden | driver_too_old | no_gpu_container | no_gpu | init_failed | unknown
+    text: str
+    remedies: list[Remedy] = field(default_factory=list)
 
 
 def _driver_too_old(facts: Facts) -> bool:
     driver, cuda = dig(facts, "nvml.driver_version"), dig(facts, "torch.build.cuda")
     return bool(driver and cuda and compat.driver_support(driver, cuda) == "too_old")
+
+
+def _why_unavailable(facts: Facts) -> Reason:
+    """The most specific reason, checked from the cheapest explanation to the vaguest."""
+    gpus = nvml_gpus(facts)
+    warnings = " ".join(dig(facts, "torch.cuda.warnings", []))
+    cvd = dig(facts, "env.CUDA_VISIBLE_DEVICES")
+    if cvd is not None and cvd.strip() in HIDING_VALUES:
+        return Reason(
+            "hidden",
+            f"CUDA_VISIBLE_DEVICES={cvd!r} hides every GPU",
+            [
+                Remedy(
+                    "Unset it, or list the GPUs this job should use.",
+                    ("unset CUDA_VISIBLE_DEVICES",),
+                )
+            ],
+        )
+    if "too old" in warnings or _driver_too_old(facts):
+        remedies = [
+            Remedy("Upgrade the NVIDIA driver (cuda.driver names the version).", ("nvidia-smi",))
+        ]
+        choice = wheel_for(facts)
+        if choice:
+            remedies.append(install_wheel(facts, choice, "Or keep this driver."))
+        found = re.search(r"found version \d+", warnings)
+        return Reason(
+            "driver_too_old",
+            f"the NVIDIA driver is too old for this wheel ({found.group(0) if found else 'see cuda.driver'})",
+            remedies,
+        )
+    if not gpus:
+        if dig(facts, "container.detected"):
+            return Reason(
+                "no_gpu_container",
+                "no NVIDIA GPU is visible inside this container (started without --gpus?)",
+                [
+                    Remedy(
+                        "Start the container with GPU access, e.g. `docker run --gpus all …` "
+                        "(the host needs the NVIDIA Container Toolkit).",
+                        ("nvidia-ctk --version",),
+                    )
+                ],
+            )
+        return Reason(
+            "no_gpu",
+            "no NVIDIA driver or GPU found",
+            [
+                Remedy(
+                    "Install the NVIDIA driver if this machine has an NVIDIA GPU.", ("nvidia-smi",)
+                )
+            ],
+        )
+    if warnings:
+        rem = Remedy(
+            "NVML sees the GPU but CUDA cannot initialise: reload the UVM kernel module "
+            "(common after suspend) or reboot.",
+            ()
+            if dig(facts, "platform.wsl")
+            else ("sudo rmmod nvidia_uvm && sudo modprobe nvidia_uvm",),
+        )
+        return Reason("init_failed", f"CUDA initialisation failed: {warnings[:300]}", [rem])
+    return Reason(
+        "unknown",
+        "NVML sees GPUs but torch.cuda.is_available() is False",
+        [
+            Remedy(
+                "Check that /dev/nvidia-uvm exists and nvidia_uvm is loaded.",
+                ("ls -l /dev/nvidia-uvm",),
+            )
+        ],
+    )
+
+
+def _rocm_unavailable(facts: Facts, ctx: Context, details: dict) -> Verdict:
+    """A ROCm build speaks through torch.cuda too, but its reasons are ROCm's: see `rocm`."""
+    status = Status.FAIL if ctx.expect == "cuda" else Status.WARN
+    return verdict(
+        status,
+        "ROCm build of torch but no usable AMD GPU (the rocm check says why)",
+        details,
+        [
+            Remedy(
+                "Give the process access to the AMD GPU (containers: "
+                "`--device=/dev/kfd --device=/dev/dri --group-add video`).",
+                ("ls -l /dev/kfd /dev/dri",),
+            )
+        ],
+    )
+
+
+def _cuda_build(facts: Facts, ctx: Context, details: dict) -> Verdict:
+    cuda = dig(facts, "torch.cuda", {})
+    details.update({k: cuda.get(k) for k in ("available", "device_count", "warnings")})
+    if cuda.get("available"):
+        return verdict(
+            Status.PASS, f"CUDA available: {cuda.get('device_count')} device(s)", details
+        )
+    if ctx.expect in ("cpu", "mps"):
+        return verdict(
+            Status.SKIP, f"CUDA build but CUDA unavailable (expected: {ctx.expect})", details
+        )
+    if dig(facts, "torch.build.variant") == "rocm":
+        return _rocm_unavailable(facts, ctx, details)
+    reason = _why_unavailable(facts)
+    details["reason"] = reason.code
+    if reason.code in ("no_gpu", "no_gpu_container") and ctx.expect == "auto":
+        # gpu-wheel-no-gpu: nothing breaks, but the environment carries GBs of CUDA for nothing.
+        return verdict(
+            Status.WARN,
+            f"CUDA build of torch on a machine without an NVIDIA GPU ({reason.text})",
+            details,
+            [
+                reinstall_torch(facts, "cpu", "The CPU build is several GB smaller."),
+                *reason.remedies,
+            ],
+        )
+    return verdict(Status.FAIL, f"CUDA is not available: {reason.text}", details, reason.remedies)
 
 
 def check(facts: Facts, ctx: Context) -> Verdict:
@@ -107,44 +167,25 @@ def check(facts: Facts, ctx: Context) -> Verdict:
     gpus = nvml_gpus(facts)
     details = {"variant": variant, "nvml_gpus": len(gpus), "expect": ctx.expect}
     if variant in ("cuda", "rocm"):
-        cuda = dig(facts, "torch.cuda", {})
-        details.update({k: cuda.get(k) for k in ("available", "device_count", "warnings")})
-        if cuda.get("available"):
-            return verdict(
-                Status.PASS, f"CUDA available: {cuda.get('device_count')} device(s)", details
-            )
-        if ctx.expect in ("cpu", "mps"):
-            return verdict(
-                Status.SKIP, f"CUDA build but CUDA unavailable (expected: {ctx.expect})", details
-            )
-        why, remedies = _why_unavailable(facts)
-        details["reason"] = why
-        if not gpus and ctx.expect == "auto" and "driver" in why and "too old" not in why:
-            # gpu-wheel-no-gpu: nothing breaks, but the environment carries GBs of CUDA for nothing.
-            return verdict(
-                Status.WARN,
-                f"CUDA build of torch on a machine without an NVIDIA GPU ({why})",
-                details,
-                [reinstall_torch(facts, "cpu", "The CPU build is several GB smaller."), *remedies],
-            )
-        return verdict(Status.FAIL, f"CUDA is not available: {why}", details, remedies)
-    # Not a CUDA build.
+        return _cuda_build(facts, ctx, details)
     if gpus and ctx.expect in ("auto", "cuda"):
         names = ", ".join(sorted({g.get("name") or "GPU" for g in gpus}))
-        target = gpu_variant(facts) or "cu126"
-        return verdict(
-            Status.FAIL,
-            f"a {variant}-only build of torch is installed, but this machine has {len(gpus)} NVIDIA GPU(s): {names}",
-            details,
-            [
-                reinstall_torch(
-                    facts,
-                    target,
-                    f"Torch will say 'Torch not compiled with CUDA enabled'. The driver "
-                    f"{dig(facts, 'nvml.driver_version')} supports the {target} build.",
-                )
-            ],
+        summary = (
+            f"a {variant}-only build of torch is installed, but this machine has "
+            f"{len(gpus)} NVIDIA GPU(s): {names}"
         )
+        choice = wheel_for(facts)
+        if choice is None:
+            remedy = Remedy(
+                f"No CUDA wheel in the tables runs on driver {dig(facts, 'nvml.driver_version')} "
+                "with these GPUs: upgrade the NVIDIA driver first.",
+                ("nvidia-smi",),
+            )
+        else:
+            remedy = install_wheel(
+                facts, choice, "Torch says 'Torch not compiled with CUDA enabled'."
+            )
+        return verdict(Status.FAIL, summary, details, [remedy])
     if ctx.expect == "cuda":
         why = "no NVIDIA GPU is visible" if not gpus else "the torch build has no CUDA"
         return verdict(
@@ -153,8 +194,8 @@ def check(facts: Facts, ctx: Context) -> Verdict:
             details,
             [
                 Remedy(
-                    "Run on a machine (or container, `--gpus all`) with an NVIDIA GPU and "
-                    "install a CUDA build of torch.",
+                    "Run on a machine (or a container started with `--gpus all`) that has an "
+                    "NVIDIA GPU, and install a CUDA build of torch.",
                     ("nvidia-smi",),
                 )
             ],

@@ -8,10 +8,12 @@ from .. import archs
 from ..data import compat
 from ..facts import Facts, dig
 from ..model import Remedy, Status, Verdict, verdict
-from .common import Context, nvml_gpus, probe_stuck, reinstall_torch
+from .common import Context, install_wheel, nvml_gpus, probe_stuck, wheel_for
 
 ID = "cuda.devices"
 TITLE = "CUDA devices and the wheel's arch list"
+# An accelerator-specific check: with --expect naming another target, its failures only warn.
+ACCELERATOR = "cuda"
 
 MIB = 1024 * 1024
 # Below this share of free memory, something else is holding the GPU.
@@ -19,15 +21,14 @@ LOW_FREE_FRACTION = 0.10
 
 
 def _devices(facts: Facts) -> tuple[list[dict[str, Any]], str]:
-    """Torch's view of the devices when it has one, else NVML's (e.g. CPU wheel on a GPU box)."""
-    torch_devs = dig(facts, "torch.cuda.devices", [])
-    if torch_devs:
+    """Torch's view of the devices for an examined CUDA build (even when it sees none);
+    NVML's otherwise (a CPU wheel on a GPU box, torch missing), so the GPUs are still judged."""
+    if dig(facts, "torch.status") == "ok" and dig(facts, "torch.build.variant") in ("cuda", "rocm"):
         free = {m["index"]: m for m in dig(facts, "torch.cuda_init.memory", [])}
-        out = []
-        for d in torch_devs:
-            m = free.get(d["index"], {})
-            out.append({**d, "free_bytes": m.get("free_bytes")})
-        return out, "torch"
+        return [
+            {**d, "free_bytes": free.get(d["index"], {}).get("free_bytes")}
+            for d in dig(facts, "torch.cuda.devices", [])
+        ], "torch"
     return [
         {
             "index": g["index"],
@@ -40,6 +41,16 @@ def _devices(facts: Facts) -> tuple[list[dict[str, Any]], str]:
         }
         for g in nvml_gpus(facts)
     ], "nvml"
+
+
+def _arch_fix(facts: Facts, cap: tuple[int, int], why: str) -> Remedy:
+    """A wheel whose arch list covers ``cap`` and that the driver serves, or plain advice."""
+    choice = wheel_for(facts, [cap])
+    if choice:
+        return install_wheel(facts, choice, why)
+    return Remedy(
+        f"{why} No wheel in torchdoctor's tables covers sm {archs.fmt(cap)}; build torch from source."
+    )
 
 
 def _row(d: dict[str, Any]) -> str:
@@ -57,14 +68,23 @@ def check(facts: Facts, ctx: Context) -> Verdict:
         return stuck
     devices, source = _devices(facts)
     if not devices:
-        status = Status.FAIL if ctx.expect == "cuda" else Status.SKIP
+        nvml_count = len(nvml_gpus(facts))
+        seen = (
+            f"torch sees none of the {nvml_count} GPU(s) NVML lists"
+            if nvml_count
+            else "no CUDA devices"
+        )
+        if ctx.expect != "cuda":
+            return verdict(Status.SKIP, f"{seen} (cuda.available says why)" if nvml_count else seen)
         return verdict(
-            status,
-            "no CUDA devices",
-            {"source": source},
-            [Remedy("Run where an NVIDIA GPU is visible (containers: `--gpus all`).")]
-            if status == Status.FAIL
-            else [],
+            Status.FAIL,
+            seen,
+            {"source": source, "nvml_gpus": nvml_count},
+            [
+                Remedy(
+                    "Run where an NVIDIA GPU is visible (containers: `--gpus all`); cuda.available says why not."
+                )
+            ],
         )
     arch_list = dig(facts, "torch.build.arch_list", [])
     variant = dig(facts, "torch.build.variant")
@@ -86,11 +106,7 @@ def check(facts: Facts, ctx: Context) -> Verdict:
                     f"than this wheel supports (minimum sm {archs.fmt(lowest)})"
                 )
                 remedies.append(
-                    reinstall_torch(
-                        facts,
-                        "cu126",
-                        "The cu126 wheels still include Maxwell/Pascal/Volta (sm 5.0-7.0).",
-                    )
+                    _arch_fix(facts, cap, f"{compat.family(cap)} GPUs need an older arch list.")
                 )
             elif cov == "none":
                 problems.append(
@@ -98,16 +114,15 @@ def check(facts: Facts, ctx: Context) -> Verdict:
                     f"({' '.join(arch_list)}): 'no kernel image is available'"
                 )
                 remedies.append(
-                    reinstall_torch(
-                        facts,
-                        "cu128" if cap[0] < 13 else "cu130",
-                        "Blackwell (sm 10.x/12.x) needs a cu128 or newer wheel (torch ≥ 2.7).",
-                    )
+                    _arch_fix(facts, cap, f"sm {archs.fmt(cap)} needs a wheel built for it.")
                 )
             elif cov == "ptx":
                 warnings.append(
                     f"cuda:{d['index']} sm {archs.fmt(cap)} runs only through PTX JIT "
                     "(slow first launch; fails if the driver is older than the toolkit)"
+                )
+                remedies.append(
+                    _arch_fix(facts, cap, "A wheel with native code for this GPU avoids the JIT.")
                 )
         total, free = d.get("total_memory_bytes"), d.get("free_bytes")
         if total and free is not None and free < LOW_FREE_FRACTION * total:
@@ -126,22 +141,13 @@ def check(facts: Facts, ctx: Context) -> Verdict:
     cvd = dig(facts, "env.CUDA_VISIBLE_DEVICES")
     if source == "torch" and nvml_count > len(devices) and cvd is None:
         warnings.append(f"NVML sees {nvml_count} GPUs but torch sees {len(devices)}")
-    if (
-        cvd is not None
-        and nvml_count > 1
-        and dig(facts, "env.CUDA_DEVICE_ORDER") != "PCI_BUS_ID"
-        and len({g.get("name") for g in nvml_gpus(facts)}) > 1
-    ):
-        warnings.append(
-            "mixed GPU models with CUDA_VISIBLE_DEVICES but no CUDA_DEVICE_ORDER=PCI_BUS_ID: "
-            "indices may not match nvidia-smi"
-        )
         remedies.append(
             Remedy(
-                "Make CUDA number GPUs as nvidia-smi does.",
-                ("export CUDA_DEVICE_ORDER=PCI_BUS_ID",),
+                "Compare nvidia-smi with torch: a GPU in a bad state is left out by CUDA.",
+                ("nvidia-smi -L",),
             )
         )
+    # CUDA_DEVICE_ORDER on mixed-GPU hosts is judged by the env check, once.
     summary = "; ".join(rows)
     if problems:
         return verdict(Status.FAIL, "; ".join(problems), details, remedies)

@@ -5,10 +5,12 @@ from __future__ import annotations
 from ..data import compat
 from ..facts import Facts, dig
 from ..model import Remedy, Status, Verdict, verdict
-from .common import Context, gpu_variant, reinstall_torch
+from .common import Context, install_wheel, wheel_for
 
 ID = "cuda.driver"
 TITLE = "NVIDIA driver vs the wheel's CUDA"
+# An accelerator-specific check: with --expect naming another target, its failures only warn.
+ACCELERATOR = "cuda"
 
 
 def cuda_from_driver_api(value: int | None) -> str | None:
@@ -49,19 +51,15 @@ def check(facts: Facts, ctx: Context) -> Verdict:
     details["min_driver_full"] = need
     if support == "full":
         return verdict(Status.PASS, f"{base} fully supports the wheel's CUDA {wheel_cuda}", details)
-    variant = gpu_variant(facts)
+    choice = wheel_for(facts)
+    same = choice and choice.variant == f"cu{mm.replace('.', '')}" and choice.support == support
     fix_wheel = (
-        [
-            reinstall_torch(
-                facts, variant, f"Or keep this driver and install a wheel it supports ({variant})."
-            )
-        ]
-        if variant
-        else []
+        [install_wheel(facts, choice, "Or keep this driver.")] if choice and not same else []
     )
     upgrade = Remedy(
-        f"Upgrade the NVIDIA driver to {need or 'a newer release'} or later.",
-        ("nvidia-smi", "sudo ubuntu-drivers install  # or your distribution's driver package"),
+        f"Upgrade the NVIDIA driver to {need or 'a newer release'} or later (Ubuntu: "
+        "`sudo ubuntu-drivers install`; elsewhere your distribution's driver package).",
+        ("nvidia-smi",),
     )
     if support == "minor_compat":
         return verdict(

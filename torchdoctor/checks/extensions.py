@@ -18,6 +18,8 @@ from .common import Context, python_cmd, reinstall_torch, torch_ok, torch_unavai
 
 ID = "extensions"
 TITLE = "C++/CUDA extension builds"
+# An accelerator-specific check: with --expect naming another target, its failures only warn.
+ACCELERATOR = "cuda"
 
 
 def _mm(release: str | None) -> tuple[int, int] | None:
@@ -57,7 +59,12 @@ def variant_for_nvcc(facts: Facts, nvcc: tuple[int, int]) -> str | None:
     a major mismatch)."""
     variants = compat.TORCH_CUDA_VARIANTS.get(compat.torch_minor(dig(facts, "torch.version")), ())
     fits = [v for v in variants if compat.parse_version(compat.variant_cuda(v))[:1] == nvcc[:1]]
-    return fits[-1] if fits else None
+    # The exact major.minor when published, else the nearest minor (newer on a tie).
+    return min(
+        reversed(fits),
+        key=lambda v: abs(compat.parse_version(compat.variant_cuda(v))[1] - nvcc[1]),
+        default=None,
+    )
 
 
 def arch_list_problem(facts: Facts) -> tuple[str, Remedy] | None:
@@ -171,10 +178,13 @@ def check(facts: Facts, ctx: Context) -> Verdict:
         if ctx.expect == "cuda":
             warns.append(summary)
             variant_fit = variant_for_nvcc(facts, _mm(nvcc))
-            if variant_fit:
-                remedies.append(
-                    reinstall_torch(facts, variant_fit, f"Install the torch built for CUDA {nvcc}.")
+            remedies.append(
+                reinstall_torch(facts, variant_fit, f"Install the torch built for CUDA {nvcc}.")
+                if variant_fit
+                else Remedy(
+                    f"No wheel of this torch release is built for CUDA {nvcc}: install a CUDA build."
                 )
+            )
         elif not warns:
             return verdict(Status.PASS, summary, details)
     elif variant == "cuda":

@@ -8,6 +8,8 @@ from .common import Context, probe_stuck, torch_ok
 
 ID = "mps"
 TITLE = "Apple MPS backend"
+# An accelerator-specific check: with --expect naming another target, its failures only warn.
+ACCELERATOR = "mps"
 
 MIN_MACOS = (14, 0)  # torch ≥ 2.6 requires macOS 14 for MPS (older releases: 12.3/13)
 

@@ -10,6 +10,8 @@ from .common import Context, probe_stuck, torch_ok, torch_unavailable
 
 ID = "rocm"
 TITLE = "ROCm (AMD GPUs)"
+# An accelerator-specific check: with --expect naming another target, its failures only warn.
+ACCELERATOR = "cuda"
 
 DOCKER_FLAGS = "--device=/dev/kfd --device=/dev/dri --group-add video --group-add render"
 

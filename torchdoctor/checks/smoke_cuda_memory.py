@@ -9,6 +9,8 @@ from .smoke_common import accelerators, device_remedy, failure_of, failure_text,
 
 ID = "smoke.cuda_memory"
 TITLE = "Accelerator memory and synchronisation"
+# An accelerator-specific check: with --expect naming another target, its failures only warn.
+ACCELERATOR = "cuda"
 
 MIB = 1024 * 1024
 

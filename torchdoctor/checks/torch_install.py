@@ -8,7 +8,16 @@ from typing import Any
 from ..data import compat
 from ..facts import Facts, dig
 from ..model import Remedy, Status, Verdict, verdict
-from .common import Context, gpu_variant, nvml_gpus, python_cmd, reinstall_torch
+from .common import (
+    Context,
+    current_variant,
+    install_command,
+    installed_family,
+    nvml_gpus,
+    python_cmd,
+    reinstall_torch,
+    wheel_for,
+)
 
 ID = "torch.install"
 TITLE = "PyTorch installation"
@@ -19,25 +28,36 @@ def local_tag(version: str | None) -> str | None:
     return version.split("+", 1)[1] if version and "+" in version else None
 
 
-def _install_variant(facts: Facts) -> str:
-    if nvml_gpus(facts):
-        return gpu_variant(facts) or "cu126"
-    return "cpu"
+def _install_choice(facts: Facts) -> tuple[str, str | None]:
+    """(variant, release) to install: a CUDA wheel the driver and GPUs take, else the CPU build."""
+    choice = wheel_for(facts) if nvml_gpus(facts) else None
+    if choice:
+        return choice.variant, choice.release
+    return (current_variant(facts) or "cpu"), None
+
+
+def _torch_and_nvidia_wheels(facts: Facts) -> list[str]:
+    """Exactly the distributions one wheel index installs together: nothing else is removed."""
+    nvidia = sorted(dig(facts, "packages.nvidia_wheels", {}))
+    return [*installed_family(facts), *(n for n in nvidia if n != "nvidia-ml-py")]
 
 
 def _missing(facts: Facts, ctx: Context) -> Verdict:
-    variant = _install_variant(facts)
-    pip = python_cmd(facts)
-    url = compat.INDEX_URL.format(variant=variant)
+    variant, release = _install_choice(facts)
     why = (
         f"an NVIDIA driver {dig(facts, 'nvml.driver_version')} is present, so the {variant} build fits"
         if variant != "cpu"
         else "no NVIDIA GPU is visible, so the CPU build (a few hundred MB, not several GB) fits"
     )
     if dig(facts, "platform.system") == "Darwin":
-        why, cmd = "on macOS the PyPI wheel includes MPS support", f"{pip} install torch"
+        why, cmd = (
+            "on macOS the PyPI wheel includes MPS support",
+            f"{python_cmd(facts)} install torch",
+        )
+    elif variant == "cpu" or release in (None, compat.newest_release()):
+        cmd = f"{python_cmd(facts)} install torch --index-url {compat.INDEX_URL.format(variant=variant)}"
     else:
-        cmd = f"{pip} install torch --index-url {url}"
+        cmd = f"{python_cmd(facts)} install 'torch=={release}.*' --index-url {compat.INDEX_URL.format(variant=variant)}"
     return verdict(
         Status.FAIL,
         f"torch is not installed for {dig(facts, 'platform.executable', 'this Python')}",
@@ -71,10 +91,8 @@ def _import_error(facts: Facts) -> Verdict:
                 f"{lib.group(1)} comes from a pip `nvidia-*` wheel that is missing or half "
                 "uninstalled. Remove torch and every nvidia-* wheel, then reinstall from one index.",
                 (
-                    f"{pip} freeze | grep -E '^(torch|nvidia-)' | cut -d= -f1 | xargs {pip} "
-                    "uninstall -y",
-                    f"{pip} install torch --index-url "
-                    + compat.INDEX_URL.format(variant=_install_variant(facts)),
+                    f"{pip} uninstall -y {' '.join(_torch_and_nvidia_wheels(facts))}",
+                    install_command(facts, *_install_choice(facts), force=False),
                 ),
             )
         ]
@@ -94,13 +112,22 @@ def _import_error(facts: Facts) -> Verdict:
     )
 
 
+def _realign(facts: Facts, variant: str | None) -> Remedy:
+    why = "Mismatched companions fail at import with 'operator torchvision::nms does not exist'."
+    if variant:
+        return reinstall_torch(facts, variant, why)
+    return Remedy(
+        f"{why} Reinstall torch and its companions together from the index torch came from."
+    )
+
+
 def _companions(facts: Facts, torch_version: str) -> list[tuple[str, Remedy]]:
     """torchvision 0.(N+15) and torchaudio 2.N pair with torch 2.N; local tags must agree."""
     problems: list[tuple[str, Remedy]] = []
     dists = dig(facts, "packages.distributions", {})
     tv = compat.parse_version(torch_version)
     tag = local_tag(torch_version)
-    variant = tag or ("cpu" if dig(facts, "torch.build.variant") == "cpu" else None)
+    variant = current_variant(facts)
     for name, expected in (
         ("torchvision", (0, tv[1] + compat.TORCHVISION_MINOR_OFFSET) if len(tv) > 1 else None),
         ("torchaudio", tv[:2] if len(tv) > 1 else None),
@@ -115,12 +142,7 @@ def _companions(facts: Facts, torch_version: str) -> list[tuple[str, Remedy]]:
                 (
                     f"{name} {ver} is built for another torch (torch {torch_version} pairs with "
                     f"{name} {expected[0]}.{expected[1]}.x)",
-                    reinstall_torch(
-                        facts,
-                        variant or "cpu",
-                        "Mismatched companions fail at import "
-                        "with 'operator torchvision::nms does not exist'.",
-                    ),
+                    _realign(facts, variant),
                 )
             )
         elif tag and other_tag and other_tag != tag:

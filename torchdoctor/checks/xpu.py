@@ -8,6 +8,8 @@ from .common import Context, probe_stuck, reinstall_torch, stage_error, torch_ok
 
 ID = "xpu"
 TITLE = "Intel XPU"
+# An accelerator-specific check: with --expect naming another target, its failures only warn.
+ACCELERATOR = "xpu"
 
 DRIVER_DOCS = "https://dgpu-docs.intel.com/driver/installation.html"
 

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import click
 
+from ..cli_types import FiniteFloat, write_or_usage_error
+
 from ..cli import EXPECT, _check_writable, _split_ids, _use_color, _validate_ids
 from . import fleet
 from .bandwidth import parse_sizes
@@ -39,14 +41,14 @@ def _sizes(ctx: click.Context, param: click.Parameter, value: str | None) -> lis
 )
 @click.option(
     "--collective-timeout",
-    type=click.FloatRange(min=1, max=3600),
+    type=FiniteFloat(min=1, max=3600),
     default=60.0,
     show_default=True,
     help="Deadline in seconds for the rendezvous and each collective.",
 )
 @click.option(
     "--timeout",
-    type=click.FloatRange(min=1, max=3600),
+    type=FiniteFloat(min=1, max=3600),
     default=60.0,
     show_default=True,
     help="Deadline for each host's torch probe.",
@@ -88,7 +90,7 @@ def _sizes(ctx: click.Context, param: click.Parameter, value: str | None) -> lis
 )
 @click.option(
     "--slow-ratio",
-    type=click.FloatRange(min=0, max=1, min_open=True),
+    type=FiniteFloat(min=0, max=1, min_open=True),
     default=fleet.SLOW_RATIO,
     show_default=True,
     help="Flag a rank whose bandwidth is below this fraction of the fleet median.",
@@ -164,13 +166,14 @@ def dist(
                 slow_ratio=slow_ratio,
                 fail_on=fail_on,
             )
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+        except Exception as exc:  # noqa: BLE001 - any malformed recorded file is a usage error
             raise click.BadParameter(
                 f"cannot replay {replay!r}: {exc}", param_hint="--replay"
             ) from exc
         click.echo(RENDERERS[fmt](doc, verbose, color), nl=False)
         if output:
-            Path(output).write_text(RENDERERS["json"](doc, False, False), encoding="utf-8")
+            text = RENDERERS["json"](doc, False, False)
+            write_or_usage_error(output, "--output", lambda p: Path(p).write_text(text, encoding="utf-8"))
         raise click.exceptions.Exit(doc["exit_code"])
     try:
         launch = from_env()

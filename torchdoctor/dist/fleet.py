@@ -529,6 +529,8 @@ def reaggregate(doc: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
             f"fleet schema_version {doc.get('schema_version')}; this torchdoctor reads "
             f"{FLEET_SCHEMA_VERSION}"
         )
+    if not isinstance(doc.get("ranks"), list) or not doc["ranks"] or int(doc.get("world_size", 0)) < 1:
+        raise ValueError("the fleet report holds no ranks")
     return aggregate(
         doc["ranks"], doc["world_size"], doc.get("missing"), meta=doc.get("meta"), **kwargs
     )

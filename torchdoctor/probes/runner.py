@@ -82,10 +82,20 @@ class _Reader(threading.Thread):
         run = self.run_
         kind = event.get("event")
         name = event.get("stage")
+        data = event.get("data")
+        # The child is untrusted output (any --python interpreter): malformed events are garbage.
+        if kind in ("begin", "end", "error") and not isinstance(name, str):
+            self.run_.garbage_lines += 1
+            return
+        if (kind == "end" and not isinstance(data, (dict, type(None)))) or (
+            kind == "error" and not isinstance(event.get("error"), (dict, type(None)))
+        ):
+            self.run_.garbage_lines += 1
+            return
         if kind == "begin":
             run.unfinished_stage = name
         elif kind == "end":
-            run.stages[name] = event.get("data")
+            run.stages[name] = data
             if isinstance(event.get("duration_s"), (int, float)):
                 run.stage_durations[name] = float(event["duration_s"])
             run.unfinished_stage = None
@@ -93,7 +103,7 @@ class _Reader(threading.Thread):
             run.errors[name] = event.get("error") or {}
             run.unfinished_stage = None
         elif kind == "phase":
-            run.phase = event.get("phase")
+            run.phase = event.get("phase") if isinstance(event.get("phase"), str) else None
             run.phase_info = event
             self.on_phase(run.phase)
         elif kind == "done":
