@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
-from .probes import host, nvml
+from .probes import container, host, nvml
 from .probes.runner import ProbeRun, python_argv, run_probe
 
 FACTS_VERSION = 1
@@ -122,6 +122,7 @@ def gather(opts: GatherOptions) -> Facts:
         "env": host.selected_env(),
         "nvml": nvml_job.result(NVML_TIMEOUT_S, "NVML"),
         "host": host_facts,
+        "container": container.gather(),
     }
     probe.thread.join()
     run: ProbeRun = probe.value if probe.error is None else ProbeRun(status="not_started")

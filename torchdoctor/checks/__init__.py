@@ -8,6 +8,7 @@ from __future__ import annotations
 from types import ModuleType
 
 from . import (
+    container,
     cuda_available,
     cuda_devices,
     cuda_driver,
@@ -27,6 +28,7 @@ ALL: list[ModuleType] = [
     cuda_devices,
     mps,
     host,
+    container,
 ]
 
 

@@ -7,6 +7,7 @@ import re
 from ..data import compat
 from ..facts import Facts, dig
 from ..model import Remedy, Status, Verdict, verdict
+from . import container
 from .common import (
     Context,
     gpu_variant,
@@ -28,7 +29,7 @@ def _hidden_by_env(env: dict) -> str | None:
     return None
 
 
-def _why_unavailable(facts: Facts) -> tuple[str, list[Remedy]]:
+def _why_unavailable(facts: Facts, expect: str) -> tuple[str, list[Remedy]]:
     """The most specific reason CUDA is unavailable in a CUDA build, and its fix."""
     gpus = nvml_gpus(facts)
     env = dig(facts, "env", {})
@@ -57,7 +58,9 @@ def _why_unavailable(facts: Facts) -> tuple[str, list[Remedy]]:
             rem,
         )
     if not gpus:
-        if dig(facts, "container.detected"):
+        # A container meant for CPU (no GPU asked for) gets the CPU-wheel advice instead.
+        wanted = container.gpu_requested(facts) or expect == "cuda"
+        if dig(facts, "container.detected") and wanted:
             return (
                 "no NVIDIA GPU is visible inside this container (started without --gpus?)",
                 [
@@ -117,7 +120,7 @@ def check(facts: Facts, ctx: Context) -> Verdict:
             return verdict(
                 Status.SKIP, f"CUDA build but CUDA unavailable (expected: {ctx.expect})", details
             )
-        why, remedies = _why_unavailable(facts)
+        why, remedies = _why_unavailable(facts, ctx.expect)
         details["reason"] = why
         if not gpus and ctx.expect == "auto" and "driver" in why and "too old" not in why:
             # gpu-wheel-no-gpu: nothing breaks, but the environment carries GBs of CUDA for nothing.
