@@ -9,12 +9,14 @@
 #    machine's pip configuration) on 127.0.0.1;
 # 3. build Dockerfile.cpu with buildah (--isolation chroot) against that base and that index;
 # 4. run `torchdoctor check --json --expect cpu` inside the image and assert on the report, then
-#    once more with a 64 MiB tmpfs on /dev/shm and assert the warning and its fix.
+#    once more with a 64 MiB tmpfs on /dev/shm (unshare -m) and assert the warning and its fix.
 # Everything lives in one temporary directory (its own buildah storage) that is removed at exit.
 #
 # Environment: DEBIAN_MIRROR [http://deb.debian.org/debian], DEBIAN_SUITE [bookworm],
 # PYTHON [python3] (runs pip download and the index server), TORCH_VERSION [2.13.0],
-# KEEP_WORKDIR=1 to keep the temporary directory for inspection.
+# TORCH_CPU_INDEX [unset] an extra index for the torch CPU wheel, KEEP_WORKDIR=1 to keep the
+# temporary directory (and its buildah storage) for inspection.
+# Exit status: 0 passed, 1 failed, 77 this machine cannot run it (not root, no apt, no network).
 set -euo pipefail
 
 REPO=$(cd "$(dirname "$0")/.." && pwd)
@@ -29,15 +31,24 @@ die() {
   log "FAIL: $*"
   exit 1
 }
+# Exit 77 ("skipped") when this machine cannot run the test at all: no root, no packages, no
+# Debian mirror or package index. That is not a failure of the code; .ci/run reports it as a skip.
+cannot() {
+  log "SKIP: $*"
+  exit 77
+}
 
 if [ "${1:-}" = "--install" ]; then
-  [ "$(id -u)" -eq 0 ] || die "--install needs root"
-  log "installing buildah and debootstrap"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q buildah debootstrap >/dev/null
+  [ "$(id -u)" -eq 0 ] || cannot "--install needs root"
+  if ! command -v buildah >/dev/null || ! command -v debootstrap >/dev/null; then
+    log "installing buildah and debootstrap"
+    { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q buildah debootstrap; } \
+      >/dev/null 2>&1 || cannot "apt-get could not install buildah and debootstrap"
+  fi
 fi
-[ "$(id -u)" -eq 0 ] || die "run as root (debootstrap and buildah --isolation chroot need it)"
-for tool in buildah debootstrap; do
-  command -v "$tool" >/dev/null || die "$tool is missing: apt-get install -y buildah debootstrap (or pass --install)"
+[ "$(id -u)" -eq 0 ] || cannot "run as root (debootstrap and buildah --isolation chroot need it)"
+for tool in buildah debootstrap unshare; do
+  command -v "$tool" >/dev/null || cannot "$tool is missing: apt-get install -y buildah debootstrap (or pass --install)"
 done
 
 WORK=$(mktemp -d /var/tmp/td-container.XXXXXX)
@@ -46,11 +57,11 @@ SERVER_PID=
 cleanup() {
   local rc=$?
   [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null || true
-  "${B[@]}" rm --all >/dev/null 2>&1 || true
-  "${B[@]}" rmi --all --force >/dev/null 2>&1 || true
   if [ "${KEEP_WORKDIR:-0}" = 1 ]; then
-    log "kept $WORK"
+    log "kept $WORK (buildah --root $WORK/storage --runroot $WORK/run --storage-driver vfs ...)"
   else
+    "${B[@]}" rm --all >/dev/null 2>&1 || true
+    "${B[@]}" rmi --all --force >/dev/null 2>&1 || true
     rm -rf "$WORK"
   fi
   exit "$rc"
@@ -64,21 +75,30 @@ mnt=$("${B[@]}" mount "$ctr")
 debootstrap --variant=minbase --include=python3,python3-venv "$SUITE" "$mnt" "$MIRROR" \
   >"$WORK/debootstrap.log" 2>&1 || {
   tail -20 "$WORK/debootstrap.log" >&2
-  die "debootstrap failed"
+  cannot "debootstrap from $MIRROR failed"
 }
 rm -rf "$mnt"/var/cache/apt/archives/*.deb "$mnt"/var/lib/apt/lists/*
 "${B[@]}" umount "$ctr" >/dev/null
+# From here on a failure is the code's, so first make sure this machine can run containers at all.
+"${B[@]}" run --isolation chroot "$ctr" -- python3 -c 'import venv' >/dev/null 2>&1 ||
+  cannot "buildah cannot run a container here (--isolation chroot)"
+unshare -m true 2>/dev/null || cannot "unshare -m (a private mount namespace) is not allowed here"
 "${B[@]}" config --cmd /bin/bash "$ctr"
 "${B[@]}" commit --quiet "$ctr" localhost/td-base:"$SUITE" >/dev/null
 "${B[@]}" rm "$ctr" >/dev/null
 
 # --- 2. a local package index ----------------------------------------------------------------
 log "fetching wheels for Python $TARGET_PY into a local index"
+# torch pinned to its +cpu local version: where the CPU wheel cannot be found, fail (skip) rather
+# than fetch PyPI's multi-GB CUDA build. TORCH_CPU_INDEX adds https://download.pytorch.org/whl/cpu
+# or a mirror of it where this machine's pip configuration does not provide the CPU wheel.
 "$PY" -m pip download --quiet --dest "$WORK/files" --only-binary=:all: \
+  ${TORCH_CPU_INDEX:+--extra-index-url "$TORCH_CPU_INDEX"} \
   --python-version "$TARGET_PY" --implementation cp \
   --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
   --platform manylinux2014_x86_64 --platform linux_x86_64 \
-  "torch==$TORCH_VERSION" click tabulate psutil nvidia-ml-py "setuptools>=77"
+  "torch==$TORCH_VERSION+cpu" click tabulate psutil nvidia-ml-py "setuptools>=77" ||
+  cannot "pip could not download the wheels (torch $TORCH_VERSION+cpu and torchdoctor's dependencies)"
 "$PY" - "$WORK" <<'EOF'
 import html, re, sys
 from pathlib import Path
@@ -115,7 +135,7 @@ log "building Dockerfile.cpu on localhost/td-base:$SUITE"
   tail -30 "$WORK/build.log" >&2
   die "buildah bud failed"
 }
-"${B[@]}" inspect --format '{{json .OCIv1.Config}}' localhost/torchdoctor:cpu-test >"$WORK/config.json"
+"${B[@]}" inspect --type image localhost/torchdoctor:cpu-test >"$WORK/image.json"
 "${B[@]}" images --format '{{.Name}}:{{.Tag}} {{.Size}}' | sed 's/^/  image: /' >&2
 
 # --- 4. run the report inside the image -------------------------------------------------------
@@ -125,9 +145,11 @@ set +e
 "${B[@]}" run --isolation chroot "$ctr" -- torchdoctor check --json --expect cpu \
   >"$WORK/report.json" 2>"$WORK/report.err"
 rc=$?
+# chroot isolation shares the host's /dev, so the small tmpfs goes on /dev/shm in a private mount
+# namespace around `buildah run` (buildah's own --mount type=tmpfs does not reach /dev/shm there).
 log "same, with a 64 MiB tmpfs on /dev/shm"
-"${B[@]}" run --isolation chroot --mount type=tmpfs,destination=/dev/shm,tmpfs-size=64m \
-  "$ctr" -- torchdoctor check --json --expect cpu --only container \
+unshare -m sh -c 'mount -t tmpfs -o size=64m tmpfs /dev/shm && exec "$@"' sh \
+  "${B[@]}" run --isolation chroot "$ctr" -- torchdoctor check --json --expect cpu --only container \
   >"$WORK/report-small-shm.json" 2>"$WORK/report-small-shm.err"
 rc_small=$?
 set -e
@@ -142,7 +164,7 @@ import json, sys
 from pathlib import Path
 
 work = Path(sys.argv[1])
-config = json.loads((work / "config.json").read_text())
+config = json.loads((work / "image.json").read_text())["OCIv1"]["config"]
 assert config["Entrypoint"] == ["torchdoctor"], config["Entrypoint"]
 assert config["Cmd"] == ["check"], config["Cmd"]
 assert config["User"] == "10001:10001", config["User"]
@@ -159,7 +181,7 @@ assert facts["container"]["shm"]["size_bytes"] > 0, facts["container"]["shm"]
 assert "/dev/shm" in checks["container"]["summary"], checks["container"]
 print(f"  inside the image: {checks['container']['status']}: {checks['container']['summary']}")
 print(f"  torch {facts['torch']['version']}, Python {facts['platform']['python_version']}, "
-      f"user {facts['platform']['executable']}")
+      f"interpreter {facts['platform']['executable']}")
 
 small = {c["id"]: c for c in json.loads((work / "report-small-shm.json").read_text())["checks"]}
 c = small["container"]
