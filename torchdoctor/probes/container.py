@@ -45,6 +45,14 @@ def _read(path: Path, limit: int = 65536) -> str | None:
         return None
 
 
+def _exists(path: Path, directory: bool = False) -> bool:
+    """Like Path.exists()/is_dir(), but False where a parent is unreadable (non-root user)."""
+    try:
+        return path.is_dir() if directory else path.exists()
+    except OSError:
+        return False
+
+
 def parse_size(text: str) -> int | None:
     """tmpfs ``size=`` option (``65536k``, ``64m``, ``2g`` or bytes) -> bytes."""
     m = re.fullmatch(r"(\d+)([kmgt]?)", text.strip().lower())
@@ -93,7 +101,7 @@ def detect(root: Path, environ: dict[str, str], mount_rows: list[dict[str, str]]
     def clue(source: str, kind: str) -> None:
         evidence.append({"source": source, "kind": kind})
 
-    if (root / ".dockerenv").exists():
+    if _exists(root / ".dockerenv"):
         clue("/.dockerenv exists", "docker")
     containerenv = _read(root / "run/.containerenv")
     if containerenv is not None:
@@ -107,7 +115,7 @@ def detect(root: Path, environ: dict[str, str], mount_rows: list[dict[str, str]]
     if "KUBERNETES_SERVICE_HOST" in environ:
         clue("$KUBERNETES_SERVICE_HOST is set", "kubernetes")
     for rel in _SERVICE_ACCOUNT:
-        if (root / rel).is_dir():
+        if _exists(root / rel, directory=True):
             clue(f"/{rel} exists", "kubernetes")
             break
     for rel in ("proc/1/cgroup", "proc/self/cgroup"):
@@ -138,7 +146,7 @@ def shm(root: Path, mount_rows: list[dict[str, str]]) -> dict[str, Any]:
     row = rows[-1] if rows else None  # the last mount on a point is the one visible
     facts: dict[str, Any] = {
         "path": "/dev/shm",
-        "exists": (root / "dev/shm").is_dir(),
+        "exists": _exists(root / "dev/shm", directory=True),
         "mounted": row is not None,
         "fs_type": row["fs_type"] if row else None,
         "source": row["source"] if row else None,
@@ -163,14 +171,10 @@ def nvidia_runtime(root: Path) -> dict[str, Any]:
     """Driver pieces the NVIDIA container toolkit mounts (device nodes are in host.nvidia)."""
     libs: dict[str, str | None] = {}
     for lib in DRIVER_LIBS:
-        found = next((d for d in _LIB_DIRS if (root / d / lib).exists()), None)
+        found = next((d for d in _LIB_DIRS if _exists(root / d / lib)), None)
         libs[lib] = f"/{found}/{lib}" if found else None
     smi = next(
-        (
-            p
-            for p in ("usr/bin/nvidia-smi", "usr/local/nvidia/bin/nvidia-smi")
-            if (root / p).exists()
-        ),
+        (p for p in ("usr/bin/nvidia-smi", "usr/local/nvidia/bin/nvidia-smi") if _exists(root / p)),
         None,
     )
     return {"driver_libs": libs, "nvidia_smi": f"/{smi}" if smi else None}
