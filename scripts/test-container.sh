@@ -9,7 +9,8 @@
 #    machine's pip configuration) on 127.0.0.1;
 # 3. build Dockerfile.cpu with buildah (--isolation chroot) against that base and that index;
 # 4. run `torchdoctor check --json --expect cpu` inside the image and assert on the report, then
-#    once more with a 64 MiB tmpfs on /dev/shm (unshare -m) and assert the warning and its fix.
+#    once more with a 64 MiB tmpfs on /dev/shm (unshare -m) and assert the warning and its fix;
+# 5. build Dockerfile.cuda the same way and check its NVIDIA variables and `--expect cuda` exit 1.
 # Everything lives in one temporary directory (its own buildah storage) that is removed at exit.
 #
 # Environment: DEBIAN_MIRROR [http://deb.debian.org/debian], DEBIAN_SUITE [bookworm],
@@ -191,4 +192,46 @@ commands = [cmd for r in c["remedies"] for cmd in r["commands"]]
 assert any("--shm-size=" in cmd for cmd in commands), commands
 print(f"  64 MiB /dev/shm: {c['status']}: {c['summary']}")
 EOF
+
+# --- 5. Dockerfile.cuda: builds, and asks the NVIDIA runtime for a GPU -------------------------
+# This machine's package index has no CUDA build of torch (and no GPU), so the CPU wheel from the
+# local index stands in: this proves the file builds and runs, and that --expect cuda fails
+# without a GPU. SKIP_CUDA_IMAGE=1 leaves it out.
+if [ "${SKIP_CUDA_IMAGE:-0}" != 1 ]; then
+  log "building Dockerfile.cuda (the local CPU wheel standing in for the CUDA one)"
+  "${B[@]}" bud --quiet --isolation chroot --network host -f "$REPO/Dockerfile.cuda" \
+    --build-arg BASE_IMAGE=localhost/td-base:"$SUITE" \
+    --build-arg TORCH_VERSION="$TORCH_VERSION" \
+    --build-arg TORCH_INDEX_URL="$INDEX" \
+    --build-arg PIP_INDEX_URL="$INDEX" \
+    -t localhost/torchdoctor:cuda-test "$REPO" >"$WORK/build-cuda.log" 2>&1 || {
+    tail -30 "$WORK/build-cuda.log" >&2
+    die "buildah bud -f Dockerfile.cuda failed"
+  }
+  "${B[@]}" inspect --type image localhost/torchdoctor:cuda-test >"$WORK/image-cuda.json"
+  ctr=$("${B[@]}" from localhost/torchdoctor:cuda-test)
+  set +e
+  "${B[@]}" run --isolation chroot "$ctr" -- torchdoctor check --json --expect cuda \
+    >"$WORK/report-cuda.json" 2>"$WORK/report-cuda.err"
+  rc_cuda=$?
+  set -e
+  [ "$rc_cuda" -eq 1 ] || die "--expect cuda without a GPU exited $rc_cuda, not 1"
+  "$PY" - "$WORK" <<'EOF'
+import json, sys
+from pathlib import Path
+
+work = Path(sys.argv[1])
+config = json.loads((work / "image-cuda.json").read_text())["OCIv1"]["config"]
+assert "NVIDIA_VISIBLE_DEVICES=all" in config["Env"], config["Env"]
+assert "NVIDIA_DRIVER_CAPABILITIES=compute,utility" in config["Env"], config["Env"]
+assert config["Entrypoint"] == ["torchdoctor"], config["Entrypoint"]
+assert config["Cmd"] == ["check", "--expect", "cuda"], config["Cmd"]
+assert config["User"] == "10001:10001", config["User"]
+report = json.loads((work / "report-cuda.json").read_text())
+assert report["facts"]["env"]["NVIDIA_VISIBLE_DEVICES"] == "all", report["facts"]["env"]
+checks = {c["id"]: c for c in report["checks"]}
+assert checks["cuda.available"]["status"] == "fail", checks["cuda.available"]
+print(f"  cuda image, --expect cuda: exit 1, cuda.available: {checks['cuda.available']['summary']}")
+EOF
+fi
 log "PASS"
