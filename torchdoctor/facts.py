@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__, gather_smoke
-from .probes import host, nvml, toolchain, torch_probe
+from .probes import container, host, nvml, toolchain, torch_probe
 from .probes.runner import ProbeRun, python_argv, run_probe
 
 FACTS_VERSION = 1
@@ -139,6 +139,7 @@ def gather(opts: GatherOptions) -> Facts:
         "nvml": nvml_job.result(NVML_TIMEOUT_S, "NVML"),
         "host": host_facts,
         "toolchain": toolchain_job.result(TOOLCHAIN_TIMEOUT_S, "toolchain"),
+        "container": container.gather(),
     }
     probe.thread.join()
     run: ProbeRun = probe.value if probe.error is None else ProbeRun(status="not_started")

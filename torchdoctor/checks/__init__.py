@@ -8,6 +8,7 @@ from __future__ import annotations
 from types import ModuleType
 
 from . import (
+    container,
     cuda_available,
     cuda_devices,
     cuda_driver,
@@ -37,6 +38,7 @@ ALL: list[ModuleType] = [
     rocm,
     xpu,
     host,
+    container,
     torch_libs,
     env,
     extensions,

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from ..data import compat
 from ..facts import Facts, dig
 from ..model import Remedy, Status, Verdict, verdict
+from . import container
 from .common import (
     Context,
     install_wheel,
@@ -39,7 +40,7 @@ def _driver_too_old(facts: Facts) -> bool:
     return bool(driver and cuda and compat.driver_support(driver, cuda) == "too_old")
 
 
-def _why_unavailable(facts: Facts) -> Reason:
+def _why_unavailable(facts: Facts, expect: str) -> Reason:
     """The most specific reason, checked from the cheapest explanation to the vaguest."""
     gpus = nvml_gpus(facts)
     warnings = " ".join(dig(facts, "torch.cuda.warnings", []))
@@ -69,7 +70,9 @@ def _why_unavailable(facts: Facts) -> Reason:
             remedies,
         )
     if not gpus:
-        if dig(facts, "container.detected"):
+        # A container meant for the CPU (no GPU asked for) gets the CPU-wheel advice instead.
+        wanted = container.gpu_requested(facts) or expect == "cuda"
+        if dig(facts, "container.detected") and wanted:
             return Reason(
                 "no_gpu_container",
                 "no NVIDIA GPU is visible inside this container (started without --gpus?)",
@@ -141,9 +144,9 @@ def _cuda_build(facts: Facts, ctx: Context, details: dict) -> Verdict:
         )
     if dig(facts, "torch.build.variant") == "rocm":
         return _rocm_unavailable(facts, ctx, details)
-    reason = _why_unavailable(facts)
+    reason = _why_unavailable(facts, ctx.expect)
     details["reason"] = reason.code
-    if reason.code in ("no_gpu", "no_gpu_container") and ctx.expect == "auto":
+    if reason.code == "no_gpu" and ctx.expect == "auto":
         # gpu-wheel-no-gpu: nothing breaks, but the environment carries GBs of CUDA for nothing.
         return verdict(
             Status.WARN,

@@ -49,9 +49,18 @@ def check(facts: Facts, ctx: Context) -> Verdict:
         "memory_limit_bytes": limit,
         "memory_effective_bytes": effective,
     }
-    parts = [f"{usable} usable CPU(s)"]
+    # DataLoader workers each run on a CPU too: leave one for the main process.
+    workers = max(1, usable - 1) if usable else None
+    details["dataloader_workers_max"] = workers
+    quota = dig(host, "cgroup.cpu_quota")
+    limited = (
+        f" (cgroup quota {quota:g} CPUs)" if quota and usable == max(1, math.ceil(quota)) else ""
+    )
+    parts = [f"{usable} usable CPU(s){limited}"]
     if threads:
         parts.append(f"torch uses {threads} threads")
+    if limited and workers:
+        parts.append(f"DataLoader num_workers ≤ {workers}")
     parts.append(
         f"{effective / GIB:.1f} GiB RAM" + (" (cgroup limit)" if limit and limit < total else "")
     )
@@ -65,7 +74,8 @@ def check(facts: Facts, ctx: Context) -> Verdict:
         remedies.append(
             Remedy(
                 f"Match threads to the CPUs this process may use (cgroup quota/affinity), and cap "
-                f"DataLoader num_workers at {max(1, usable - 1)}.",
+                f"DataLoader num_workers at {workers}: each worker is a process with its own "
+                f"threads, all sharing the same quota.",
                 (f"export OMP_NUM_THREADS={usable}", f"torch.set_num_threads({usable})"),
             )
         )

@@ -118,7 +118,8 @@ def package_facts():
     found = {}
     torch_locations = []
     nvidia = {}
-    for dist in metadata.distributions():
+    dists = list(metadata.distributions())
+    for dist in dists:
         name = (dist.metadata.get("Name") or "").lower().replace("_", "-")
         if not name:
             continue
@@ -131,7 +132,14 @@ def package_facts():
                 found[name]["requires"] = list(dist.requires or [])
         elif name.startswith("nvidia-") and name not in nvidia:
             nvidia[name] = dist.version
-    return {"distributions": found, "torch_distributions": torch_locations, "nvidia_wheels": nvidia}
+    # Sizes of what a CPU wheel would not carry (sibling module; absent if run with -I).
+    cuda_sizes = _try(lambda: __import__("dist_sizes").cuda_sizes(dists), {})
+    return {
+        "distributions": found,
+        "torch_distributions": torch_locations,
+        "nvidia_wheels": nvidia,
+        "cuda_sizes": cuda_sizes,
+    }
 
 
 # --------------------------------------------------------------------------- stages with torch

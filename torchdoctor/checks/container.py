@@ -1,0 +1,252 @@
+"""container: which container we run in, its /dev/shm, and whether the NVIDIA runtime gave it a GPU."""
+
+from __future__ import annotations
+
+import re
+
+from ..facts import Facts, dig
+from ..model import Remedy, Status, Verdict, verdict
+from .common import Context, nvml_gpus, python_cmd, reinstall_torch
+
+ID = "container"
+TITLE = "Container: shared memory and GPU passthrough"
+
+GIB = 1024**3
+MIB = 1024**2
+# Docker, Podman and Kubernetes give a container 64 MiB; DataLoader workers pass every batch
+# through /dev/shm and die with "Bus error" once it is full.
+SMALL_SHM_BYTES = 1 * GIB
+SUGGESTED_SHM = "8g"
+NAMES = {
+    "docker": "Docker",
+    "podman": "Podman",
+    "buildah": "Buildah",
+    "oci": "OCI",
+    "cri-o": "CRI-O",
+    "containerd": "containerd",
+    "kubernetes": "Kubernetes",
+    "lxc": "LXC",
+}
+# NVIDIA_VISIBLE_DEVICES values that mean "no GPU for this container" to the NVIDIA runtime.
+NO_GPU_VALUES = ("", "void", "none")
+
+
+def _size(n: float) -> str:
+    return f"{n / GIB:.1f} GiB" if n >= GIB else f"{n / MIB:.0f} MiB"
+
+
+def gpu_requested(facts: Facts) -> bool:
+    """Was this container meant to get a GPU? (NVIDIA_VISIBLE_DEVICES names one or ``all``.)"""
+    value = dig(facts, "env", {}).get("NVIDIA_VISIBLE_DEVICES")
+    return value is not None and value.strip().lower() not in NO_GPU_VALUES
+
+
+def _gpu_nodes(facts: Facts) -> list[str]:
+    return [n for n in dig(facts, "host.nvidia.dev_nodes", []) if re.fullmatch(r"nvidia\d+", n)]
+
+
+def describe(c: dict) -> str:
+    if not c.get("detected"):
+        return "no container detected"
+    kind, engine = c.get("kind"), c.get("engine")
+    name = NAMES.get(kind or "", kind or "unknown")
+    if kind == "kubernetes" and engine:
+        name += f" pod ({NAMES.get(engine, engine)})"
+    clues = ", ".join(e["source"] for e in c.get("evidence", [])[:2])
+    return f"{name} container ({clues})"
+
+
+def _shm_remedies(c: dict, limit: int | None) -> list[Remedy]:
+    size = SUGGESTED_SHM
+    if limit and limit < 16 * GIB:
+        size = f"{max(1, limit // (2 * GIB))}g"  # shm pages count against the memory limit
+    kind = c.get("kind") if c.get("detected") else "host"
+    docker = Remedy(
+        f"Give the container a bigger /dev/shm (its pages count against the container's memory "
+        f"limit), or share the host's IPC namespace. Compose: `shm_size: {size}`.",
+        (f"docker run --shm-size={size} ...", "docker run --ipc=host ..."),
+    )
+    podman = Remedy(
+        "Give the container a bigger /dev/shm, or share the host's IPC namespace.",
+        (f"podman run --shm-size={size} ...", "podman run --ipc=host ..."),
+    )
+    k8s = Remedy(
+        "In the pod spec, mount a memory-backed emptyDir at /dev/shm: "
+        f"volumes: [{{name: dshm, emptyDir: {{medium: Memory, sizeLimit: {size[:-1]}Gi}}}}] and, "
+        "in the container, volumeMounts: [{name: dshm, mountPath: /dev/shm}]."
+    )
+    host = Remedy(
+        "Enlarge the tmpfs on /dev/shm (make it permanent in /etc/fstab).",
+        (f"sudo mount -o remount,size={size.upper()} /dev/shm",),
+    )
+    workaround = Remedy(
+        "Meanwhile, DataLoader(num_workers=0) avoids shared memory, and "
+        "torch.multiprocessing.set_sharing_strategy('file_system') moves it to files."
+    )
+    by_kind = {"docker": [docker], "podman": [podman], "kubernetes": [k8s], "host": [host]}
+    return [*by_kind.get(kind, [docker, podman, k8s]), workaround]
+
+
+def _judge_shm(c: dict, facts: Facts) -> tuple[str, list[Remedy]] | None:
+    shm = c.get("shm") or {}
+    limit = dig(facts, "host.cgroup.memory_limit_bytes")
+    if not shm.get("exists"):
+        return "no /dev/shm: DataLoader workers and NCCL need it", _shm_remedies(c, limit)
+    size = shm.get("size_bytes")
+    if size is not None and size < SMALL_SHM_BYTES:
+        return (
+            f"/dev/shm is only {_size(size)}: DataLoader workers die with 'Bus error' "
+            f"once batches fill it",
+            _shm_remedies(c, limit),
+        )
+    return None
+
+
+def _gpu_remedies(c: dict) -> list[Remedy]:
+    toolkit = Remedy(
+        "The host needs the NVIDIA driver and the NVIDIA Container Toolkit, registered with the engine.",
+        (
+            "sudo apt-get install -y nvidia-container-toolkit",
+            "sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker",
+        ),
+    )
+    docker = Remedy("Start the container with GPU access.", ("docker run --gpus all ...",))
+    podman = Remedy(
+        "Podman reaches GPUs through CDI: generate the spec once, then pass the device.",
+        (
+            "sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml",
+            "podman run --device nvidia.com/gpu=all ...",
+        ),
+    )
+    k8s = Remedy(
+        "Request a GPU in the pod spec (resources: limits: nvidia.com/gpu: 1); the NVIDIA device "
+        "plugin or GPU Operator must run on the node."
+    )
+    by_kind = {"docker": [docker, toolkit], "podman": [podman], "kubernetes": [k8s]}
+    return by_kind.get(c.get("kind") or "", [docker, toolkit, podman, k8s])
+
+
+def cuda_only_bytes(facts: Facts) -> int:
+    """Bytes a CPU wheel would not install: nvidia-* wheels, triton, torch's CUDA libraries."""
+    return sum(v for v in dig(facts, "packages.cuda_sizes", {}).values() if v)
+
+
+def _cpu_wheel_remedies(facts: Facts) -> list[Remedy]:
+    saved = cuda_only_bytes(facts)
+    how_much = f"about {saved / 1e9:.1f} GB, measured from the installed files" if saved else "GBs"
+    extras = sorted(dig(facts, "packages.cuda_sizes", {}))
+    extras = [n for n in extras if not n.startswith("torch")]
+    remedies = [
+        reinstall_torch(facts, "cpu", f"The CPU build drops the CUDA libraries ({how_much}).")
+    ]
+    if extras:
+        remedies.append(
+            Remedy(
+                "Then remove the CUDA-only packages the CUDA build pulled in.",
+                (f"{python_cmd(facts)} uninstall -y {' '.join(extras)}",),
+            )
+        )
+    remedies.append(
+        Remedy(
+            "In the image itself, install torch from the CPU index (see Dockerfile.cpu in torchdoctor).",
+            ("pip install torch --index-url https://download.pytorch.org/whl/cpu",),
+        )
+    )
+    return remedies
+
+
+def _judge_gpu(c: dict, facts: Facts, ctx: Context) -> tuple[Status, str, list[Remedy]] | None:
+    """Inside a container: a CUDA build that got no GPU, or a GPU with no driver libraries."""
+    if dig(facts, "torch.build.variant") != "cuda":
+        return None
+    env = dig(facts, "env", {})
+    nvd = env.get("NVIDIA_VISIBLE_DEVICES")
+    caps = env.get("NVIDIA_DRIVER_CAPABILITIES")
+    libcuda = dig(c, "nvidia.driver_libs", {}).get("libcuda.so.1")
+    sees_gpu = bool(nvml_gpus(facts) or _gpu_nodes(facts))
+    bad = Status.FAIL if ctx.expect == "cuda" else Status.WARN
+    if not sees_gpu:
+        if gpu_requested(facts) or ctx.expect == "cuda":
+            asked = f"NVIDIA_VISIBLE_DEVICES={nvd}" if nvd is not None else "--expect cuda"
+            if nvd is not None and nvd.strip().lower() in NO_GPU_VALUES:
+                why = f"NVIDIA_VISIBLE_DEVICES={nvd!r} tells the NVIDIA runtime to give it none"
+                fix = Remedy(
+                    "Unset the variable (or set it to `all`) and start the container with GPUs.",
+                    ("docker run --gpus all -e NVIDIA_VISIBLE_DEVICES=all ...",),
+                )
+                return bad, f"CUDA build of torch, but no GPU reached this container: {why}", [fix]
+            return (
+                bad,
+                f"CUDA build of torch and a GPU was asked for ({asked}), but no GPU reached this "
+                f"container: no /dev/nvidia[0-9] device, {'no' if not libcuda else 'but'} "
+                f"libcuda.so.1 mounted (started without --gpus, or no NVIDIA Container Toolkit?)",
+                _gpu_remedies(c),
+            )
+        return (
+            Status.WARN,
+            "CUDA build of torch in a container meant for CPU "
+            f"(NVIDIA_VISIBLE_DEVICES={nvd if nvd is not None else 'unset'}, no GPU device): "
+            "the image carries CUDA libraries it cannot use",
+            _cpu_wheel_remedies(facts),
+        )
+    if not libcuda and not nvml_gpus(facts) and not dig(facts, "torch.cuda.available"):
+        missing = (caps or "unset (= utility)").lower()
+        if "all" in missing or "compute" in missing:
+            why = "the driver library libcuda.so.1 is not mounted"
+        else:
+            why = f"NVIDIA_DRIVER_CAPABILITIES={missing} lacks 'compute', so libcuda.so.1 is not mounted"
+        return (
+            bad,
+            f"GPU device nodes are present but {why}",
+            [
+                Remedy(
+                    "Ask the NVIDIA runtime for the compute (CUDA) and utility (nvidia-smi, NVML) "
+                    "driver libraries.",
+                    ("docker run --gpus all -e NVIDIA_DRIVER_CAPABILITIES=compute,utility ...",),
+                ),
+                *_gpu_remedies(c)[1:2],
+            ],
+        )
+    return None
+
+
+def check(facts: Facts, ctx: Context) -> Verdict:
+    c = facts.get("container")
+    if not isinstance(c, dict) or "detected" not in c:
+        return verdict(
+            Status.SKIP,
+            "no container facts (recorded by a torchdoctor without container detection); "
+            "re-run `torchdoctor check` to gather them",
+        )
+    shm = c.get("shm") or {}
+    details = {
+        "detected": c.get("detected"),
+        "kind": c.get("kind"),
+        "engine": c.get("engine"),
+        "evidence": c.get("evidence", []),
+        "shm": shm,
+        "memory_limit_bytes": dig(facts, "host.cgroup.memory_limit_bytes"),
+        "cpu_quota": dig(facts, "host.cgroup.cpu_quota"),
+        "nvidia_visible_devices": dig(facts, "env", {}).get("NVIDIA_VISIBLE_DEVICES"),
+        "nvidia_driver_capabilities": dig(facts, "env", {}).get("NVIDIA_DRIVER_CAPABILITIES"),
+        "nvidia_device_nodes": dig(facts, "host.nvidia.dev_nodes", []),
+        "nvidia_driver_libs": dig(c, "nvidia.driver_libs", {}),
+    }
+    if dig(facts, "torch.build.variant") == "cuda":
+        details["cuda_only_bytes"] = cuda_only_bytes(facts)
+    problems: list[tuple[Status, str, list[Remedy]]] = []
+    small = _judge_shm(c, facts)
+    if small:
+        problems.append((Status.WARN, *small))
+    if c.get("detected"):
+        gpu = _judge_gpu(c, facts, ctx)
+        if gpu:
+            problems.append(gpu)
+    where = describe(c)
+    size = shm.get("size_bytes")
+    shm_text = f"/dev/shm {_size(size)}" if size is not None else "/dev/shm size unknown"
+    if not problems:
+        return verdict(Status.PASS, f"{where}; {shm_text}", details)
+    worst = max((p[0] for p in problems), key=lambda s: s.rank)
+    summary = f"{where}: " + "; ".join(p[1] for p in problems)
+    return verdict(worst, summary, details, [r for p in problems for r in p[2]])
