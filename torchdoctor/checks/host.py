@@ -73,10 +73,11 @@ def check(facts: Facts, ctx: Context) -> Verdict:
         )
         remedies.append(
             Remedy(
-                f"Match threads to the CPUs this process may use (cgroup quota/affinity), and cap "
-                f"DataLoader num_workers at {workers}: each worker is a process with its own "
-                f"threads, all sharing the same quota.",
-                (f"export OMP_NUM_THREADS={usable}", f"torch.set_num_threads({usable})"),
+                f"Match threads to the CPUs this process may use (cgroup quota/affinity): set "
+                f"OMP_NUM_THREADS before Python starts, or call torch.set_num_threads({usable}) "
+                f"in the program; cap DataLoader num_workers at {workers}: each worker is a "
+                f"process with its own threads, all sharing the same quota.",
+                (f"export OMP_NUM_THREADS={usable}",),
             )
         )
     if limit and limit < total and available < LOW_MEMORY_BYTES:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..facts import Facts, dig
 from ..model import Remedy, Status, Verdict, verdict
-from .common import Context, probe_stuck, torch_ok
+from .common import Context, pinned_family, probe_stuck, python_cmd, torch_ok
 
 ID = "mps"
 TITLE = "Apple MPS backend"
@@ -56,7 +56,9 @@ def check(facts: Facts, ctx: Context) -> Verdict:
             [
                 Remedy(
                     "Install the macOS arm64 wheel from PyPI.",
-                    ("python -m pip install --force-reinstall torch",),
+                    (
+                        f"{python_cmd(facts)} install --force-reinstall {' '.join(pinned_family(facts))}",
+                    ),
                 )
             ],
         )

@@ -6,7 +6,7 @@ from typing import Any
 
 from ..facts import Facts, dig
 from ..model import Remedy, Status, Verdict, verdict
-from .common import Context
+from .common import Context, pinned_family, python_cmd
 
 
 def not_run(facts: Facts, ctx: Context) -> Verdict | None:
@@ -45,7 +45,7 @@ def failure_text(device: str, failure: dict[str, Any]) -> str:
     return f"{device}: {failure.get('message') or kind}"
 
 
-def device_remedy(device: str) -> Remedy:
+def device_remedy(device: str, facts: Facts) -> Remedy:
     if device.startswith("cuda"):
         return Remedy(
             f"Re-run with CUDA_LAUNCH_BLOCKING=1 to locate the failing kernel on {device}; check "
@@ -59,6 +59,8 @@ def device_remedy(device: str) -> Remedy:
         return Remedy(
             "CPU kernels gave wrong results or raised: a broken BLAS/oneDNN build or an unstable "
             "CPU. Reinstall torch cleanly.",
-            ("python -m pip install --force-reinstall --no-cache-dir torch",),
+            (
+                f"{python_cmd(facts)} install --force-reinstall --no-cache-dir {' '.join(pinned_family(facts))}",
+            ),
         )
     return Remedy(f"Re-run the smoke test on {device} alone and report the error upstream.")

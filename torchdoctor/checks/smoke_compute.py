@@ -40,16 +40,22 @@ def check(facts: Facts, ctx: Context) -> Verdict:
         compute = (devices.get(device) or {}).get("compute")
         if failure or compute is None:
             problems.append(failure_text(device, failure or {"message": "no result"}))
-            remedies.append(device_remedy(device))
+            remedies.append(device_remedy(device, facts))
             continue
         table[device] = {k: v.get("ok") for k, v in compute.get("dtypes", {}).items()}
         found = _dtype_problems(device, compute)
         if found:
             problems += found
-            remedies.append(device_remedy(device))
+            remedies.append(device_remedy(device, facts))
         else:
             passed.append(f"{device} ({'/'.join(compute.get('dtypes', {}))})")
     details = {"results": table, "size": dig(facts, "smoke.size")}
+    injected = {
+        d: v.get("test_fault_injected") for d, v in devices.items() if v.get("test_fault_injected")
+    }
+    if injected:
+        details["test_fault_injected"] = injected
+        problems.append(f"test faults injected through TORCHDOCTOR_TEST_SMOKE_FAULT: {injected}")
     if problems:
         return verdict(Status.FAIL, "; ".join(problems), details, remedies)
     summary = "matmul and conv2d correct on " + ", ".join(passed)

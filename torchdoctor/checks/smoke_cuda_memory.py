@@ -33,7 +33,7 @@ def check(facts: Facts, ctx: Context) -> Verdict:
             fails.append(
                 failure_text(device, failure or {"message": (mem or {}).get("error", "no result")})
             )
-            remedies.append(device_remedy(device))
+            remedies.append(device_remedy(device, facts))
             continue
         row = {k: mem.get(k) for k in ("sync_us", "empty_cache_us", "block_mib", "returned_mib")}
         if device.startswith("cuda"):

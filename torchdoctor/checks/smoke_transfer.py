@@ -80,7 +80,7 @@ def check(facts: Facts, ctx: Context) -> Verdict:
             fails.append(
                 failure_text(device, failure or {"message": (t or {}).get("error", "no result")})
             )
-            remedies.append(device_remedy(device))
+            remedies.append(device_remedy(device, facts))
             continue
         rows[device] = {k: v for k, v in t.items() if k.endswith("_gbps")}
         inexact = [
@@ -88,7 +88,7 @@ def check(facts: Facts, ctx: Context) -> Verdict:
         ]
         if inexact:
             fails.append(f"{device}: round trip changed the data ({', '.join(inexact)})")
-            remedies.append(device_remedy(device))
+            remedies.append(device_remedy(device, facts))
         link = _judge_link(
             device, t, _nvml_for(facts, device) if device.startswith("cuda") else None
         )

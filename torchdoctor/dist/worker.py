@@ -479,6 +479,8 @@ class Worker:
                 "launcher": self.launch.launcher,
                 "collective_timeout_s": self.T,
                 "duration_s": round(time.monotonic() - self.t0, 3),
+                # A report shaped by a test hook must say so: it is not a real fleet's state.
+                "test_hooks": {v: os.environ[v] for v in (HANG_RANK_VAR, OVERRIDE_VAR) if v in os.environ},
             },
         )
         sys.stdout.write(RENDERERS[o.fmt](doc, o.verbose, o.color and o.fmt == "text"))

@@ -238,6 +238,8 @@ def device_smoke(device: str, size_name: str) -> dict:
     size = SIZES[size_name]
     result: dict = {"device": device}
     fault = _fault(device)
+    if fault:
+        result["test_fault_injected"] = fault  # never mistaken for a real device's result
     if fault == "hang":
         time.sleep(3600)
     elif fault == "segv":
