@@ -26,7 +26,11 @@ def headline(doc: dict[str, Any]) -> str:
 
 def closing(doc: dict[str, Any]) -> str:
     s = doc["summary"]
-    parts = [f"{s[k]} {WORDS[k]}" for k in ("pass", "warn", "fail", "error", "skip") if s.get(k)]
+    parts = [
+        f"{s[k]} {WORDS[k].rstrip('s') if s[k] == 1 and k in ('warn', 'error') else WORDS[k]}"
+        for k in ("pass", "warn", "fail", "error", "skip")
+        if s.get(k)
+    ]
     took = doc.get("facts", {}).get("collected", {}).get("duration_s")
     timing = f" in {took:.1f} s" if isinstance(took, (int, float)) else ""
     return f"{doc['status'].upper()}: {', '.join(parts)}{timing}"
