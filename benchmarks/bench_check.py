@@ -32,11 +32,11 @@ RSS_WRAPPER = (
 )
 
 COMMANDS: dict[str, list[str]] = {
-    "import torch": [PY, "-c", RSS_WRAPPER.format(body="import torch")],
+    "import torch": [PY, "-c", RSS_WRAPPER.replace("{body}", "import torch")],
     "torchdoctor check --json": [
         PY,
         "-c",
-        RSS_WRAPPER.format(body="from torchdoctor.cli import main; main()"),
+        RSS_WRAPPER.replace("{body}", "from torchdoctor.cli import main; main()"),
         "check",
         "--json",
     ],

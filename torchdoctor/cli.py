@@ -6,12 +6,14 @@ Nothing imported at module level touches torch, so ``--version`` and ``list-chec
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import signal
 import sys
 import traceback
 from pathlib import Path
+from typing import ClassVar
 
 import click
 
@@ -58,7 +60,27 @@ def _use_color(stream) -> bool:
     return stream.isatty() and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class LazyGroup(click.Group):
+    """Subcommands imported only when used: `check` need not load `scan` or `dist` (it keeps
+    `--version`, `list-checks` and the time before the probe starts short)."""
+
+    LAZY: ClassVar[dict[str, str]] = {
+        "dist": "torchdoctor.dist.command:dist",
+        "inspect": "torchdoctor.cli_scan:inspect_cmd",
+        "scan": "torchdoctor.cli_scan:scan_cmd",
+    }
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.LAZY})
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in self.LAZY and name not in self.commands:
+            module, attr = self.LAZY[name].split(":")
+            self.add_command(getattr(importlib.import_module(module), attr), name)
+        return super().get_command(ctx, name)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "-V", "--version", prog_name="torchdoctor")
 def cli() -> None:
     """A doctor for PyTorch environments: what is wrong, why, and the command that fixes it."""
@@ -221,12 +243,6 @@ def check(
     raise click.exceptions.Exit(report.exit_code())
 
 
-from .cli_scan import inspect_cmd, scan_cmd  # noqa: E402 - registered after the core commands
-
-cli.add_command(scan_cmd)
-cli.add_command(inspect_cmd)
-
-
 def main(argv: list[str] | None = None) -> None:
     """Entry point: click's errors keep their codes; anything else is exit 3 in one line."""
     args = sys.argv[1:] if argv is None else argv
@@ -262,8 +278,3 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(EXIT_INTERNAL)
     # Non-standalone click returns a command's exit code (an int) or its return value.
     sys.exit(rc if isinstance(rc, int) else 0)
-
-
-from .dist.command import dist as _dist  # noqa: E402 - registered after cli is defined
-
-cli.add_command(_dist)
