@@ -18,7 +18,14 @@ from typing import ClassVar
 import click
 
 from . import __version__
-from .cli_types import FiniteFloat, write_or_usage_error
+from .cli_types import (
+    FiniteFloat,
+    check_writable,
+    report_format_options,
+    resolve_format,
+    use_color,
+    write_or_usage_error,
+)
 
 EXPECT = ("auto", "cpu", "cuda", "mps")
 FORMATS = ("text", "json", "markdown", "junit")
@@ -40,24 +47,6 @@ def _validate_ids(ids: list[str], option: str) -> None:
             f"unknown check id {', '.join(map(repr, unknown))}; valid ids: {', '.join(known)}",
             param_hint=option,
         )
-
-
-def _check_writable(path: str | None, option: str) -> None:
-    if not path:
-        return
-    p = Path(path)
-    parent = p.parent if str(p.parent) else Path(".")
-    if p.is_dir():
-        raise click.BadParameter(f"{path!r} is a directory", param_hint=option)
-    if not parent.is_dir():
-        raise click.BadParameter(f"directory {str(parent)!r} does not exist", param_hint=option)
-    if not os.access(p if p.exists() else parent, os.W_OK):
-        raise click.BadParameter(f"{path!r} is not writable", param_hint=option)
-
-
-def _use_color(stream) -> bool:
-    # NO_COLOR: "when present and not an empty string" (no-color.org).
-    return stream.isatty() and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
 
 
 class LazyGroup(click.Group):
@@ -109,21 +98,7 @@ def list_checks(as_json: bool) -> None:
     show_default=True,
     help="What the environment should provide; 'cuda' fails without a usable GPU.",
 )
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(FORMATS),
-    default=None,
-    help="Report format (default: text).",
-)
-@click.option("--json", "as_json", is_flag=True, help="Short for --format json.")
-@click.option(
-    "-o",
-    "--output",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help="Also write the report to FILE.",
-)
+@report_format_options(FORMATS, "Also write the report to FILE.")
 @click.option("-v", "--verbose", is_flag=True, help="Show every check's details and remedies.")
 @click.option("--only", multiple=True, metavar="ID[,ID]", help="Run only these checks.")
 @click.option("--skip", multiple=True, metavar="ID[,ID]", help="Do not run these checks.")
@@ -199,16 +174,14 @@ def check(
     from .checks.common import Context
     from .render import RENDERERS
 
-    if as_json and fmt not in (None, "json"):
-        raise click.UsageError("--json conflicts with --format " + fmt)
-    fmt = "json" if as_json else (fmt or "text")
+    fmt = resolve_format(fmt, as_json)
     only_ids, skip_ids = _split_ids(only), _split_ids(skip)
     _validate_ids(only_ids, "--only")
     _validate_ids(skip_ids, "--skip")
     if only_ids and not set(only_ids) - set(skip_ids):
         raise click.UsageError("--only and --skip together leave no check to run")
-    _check_writable(output, "--output")
-    _check_writable(dump_facts, "--dump-facts")
+    check_writable(output, "--output")
+    check_writable(dump_facts, "--dump-facts")
     if facts_file is not None:
         try:
             facts = facts_mod.load(facts_file)
@@ -233,7 +206,7 @@ def check(
     report = engine.diagnose(facts, ctx, engine.select(only_ids, skip_ids), fail_on=fail_on)
     doc = report.to_dict()
     render = RENDERERS[fmt]
-    click.echo(render(doc, verbose, _use_color(sys.stdout) and fmt == "text"), nl=False)
+    click.echo(render(doc, verbose, use_color(sys.stdout) and fmt == "text"), nl=False)
     if output:
         write_or_usage_error(
             output,

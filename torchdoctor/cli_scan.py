@@ -5,9 +5,17 @@ Registered on the main group in cli.py; kept here so the core CLI stays small.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
-from .cli_types import FiniteFloat
+from .cli_types import (
+    FiniteFloat,
+    check_writable,
+    report_format_options,
+    resolve_format,
+    write_or_usage_error,
+)
 from .scan.rules import LEVELS, RULES, resolve
 
 SCAN_FORMATS = ("text", "json", "sarif")
@@ -37,13 +45,7 @@ def _list_rules(ctx: click.Context, _param: click.Parameter, value: bool) -> Non
 
 @click.command("scan")
 @click.argument("paths", nargs=-1, type=click.Path(exists=True), metavar="PATH...")
-@click.option(
-    "--format", "fmt", type=click.Choice(SCAN_FORMATS), default=None, help="Output format."
-)
-@click.option("--json", "as_json", is_flag=True, help="Short for --format json.")
-@click.option(
-    "-o", "--output", type=click.Path(dir_okay=False), default=None, help="Also write to FILE."
-)
+@report_format_options(SCAN_FORMATS, "Also write the report to FILE.")
 @click.option(
     "--fail-on",
     type=click.Choice([*reversed(LEVELS), "never"]),
@@ -88,19 +90,16 @@ def scan_cmd(
 
     Suppress one finding with a `# torchdoctor: ignore[TD001]` comment on its line.
     """
-    from .cli import _check_writable
     from .scan import ScanOptions, scan_paths
     from .scan.report import exit_code, render_json, render_text
     from .scan.sarif import render_sarif
 
     if not paths:
         raise click.UsageError("give at least one file or directory to scan")
-    if as_json and fmt not in (None, "json"):
-        raise click.UsageError(f"--json conflicts with --format {fmt}")
-    fmt = "json" if as_json else (fmt or "text")
+    fmt = resolve_format(fmt, as_json)
     if diff and fmt != "text":
         raise click.UsageError("--diff prints a patch; use it with the text format")
-    _check_writable(output, "--output")
+    check_writable(output, "--output")
     opts = ScanOptions(
         include_tests=include_tests,
         select=_rule_ids(select, "--select") or None,
@@ -113,13 +112,9 @@ def scan_cmd(
     doc = render(result, fail_on)
     click.echo(doc, nl=False)
     if output:
-        try:
-            with open(output, "w", encoding="utf-8") as fh:
-                fh.write(doc)
-        except OSError as exc:
-            raise click.BadParameter(
-                f"cannot write {output!r}: {exc.strerror}", "--output"
-            ) from exc
+        write_or_usage_error(
+            output, "--output", lambda p: Path(p).write_text(doc, encoding="utf-8")
+        )
     raise click.exceptions.Exit(exit_code(result, fail_on))
 
 

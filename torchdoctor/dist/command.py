@@ -8,9 +8,16 @@ from pathlib import Path
 
 import click
 
-from ..cli_types import FiniteFloat, write_or_usage_error
+from ..cli_types import (
+    FiniteFloat,
+    check_writable,
+    report_format_options,
+    resolve_format,
+    use_color,
+    write_or_usage_error,
+)
 
-from ..cli import EXPECT, _check_writable, _split_ids, _use_color, _validate_ids
+from ..cli import EXPECT, _split_ids, _validate_ids
 from . import fleet
 from .bandwidth import parse_sizes
 from .launch import LaunchError, export_for_env_rendezvous, from_env
@@ -102,20 +109,8 @@ def _sizes(ctx: click.Context, param: click.Parameter, value: str | None) -> lis
     show_default=True,
     help="Lowest status that makes the exit code 1.",
 )
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(sorted(RENDERERS)),
-    default=None,
-    help="Fleet report format on rank 0 (default: text).",
-)
-@click.option("--json", "as_json", is_flag=True, help="Short for --format json.")
-@click.option(
-    "-o",
-    "--output",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help="Rank 0 also writes the fleet JSON document (every rank's report) to FILE.",
+@report_format_options(
+    tuple(sorted(RENDERERS)), "Rank 0 also writes the fleet JSON document (every rank's report) to FILE."
 )
 @click.option("-v", "--verbose", is_flag=True, help="Show every finding's details.")
 @click.option(
@@ -151,14 +146,12 @@ def dist(
     Start it with torchrun (or srun), one process per GPU; rank 0 prints the fleet report and every
     rank exits with the same code.
     """
-    if as_json and fmt not in (None, "json"):
-        raise click.UsageError("--json conflicts with --format " + fmt)
-    fmt = "json" if as_json else (fmt or "text")
+    fmt = resolve_format(fmt, as_json)
     only_ids, skip_ids = _split_ids(only), _split_ids(skip)
     _validate_ids(only_ids, "--only")
     _validate_ids(skip_ids, "--skip")
-    _check_writable(output, "--output")
-    color = _use_color(sys.stdout) and fmt == "text"
+    check_writable(output, "--output")
+    color = use_color(sys.stdout) and fmt == "text"
     if replay:
         try:
             doc = fleet.reaggregate(
