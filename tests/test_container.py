@@ -69,6 +69,11 @@ def commands(v) -> list[str]:
     return [c for r in v.remedies for c in r.commands]
 
 
+def texts(v) -> str:
+    """Remedy prose: options of the user's own `docker run` live here, not in commands."""
+    return " ".join(r.text for r in v.remedies)
+
+
 # --- detection and /dev/shm over fake trees ------------------------------------------------
 
 
@@ -116,16 +121,17 @@ def test_docker_with_default_64mb_shm(tmp_path):
     assert v.status.value == "warn"
     assert "/dev/shm is only 64 MiB" in v.summary and "Bus error" in v.summary
     assert v.summary.startswith("Docker container (/.dockerenv exists")
-    assert "docker run --shm-size=8g ..." in commands(v)
-    assert "docker run --ipc=host ..." in commands(v)
-    assert not any("podman" in c for c in commands(v))
+    assert "`--shm-size=8g`" in texts(v) and "`--ipc=host`" in texts(v)
+    assert "podman" not in texts(v)
 
 
 def test_docker_shm_fix_stays_under_the_memory_limit(tmp_path):
     root = tree(tmp_path, {".dockerenv": "", "proc/self/mountinfo": mountinfo("/x", "65536k")})
     f = facts_with(probe.gather(root, {}))
     f["host"]["cgroup"]["memory_limit_bytes"] = 6 * GIB
-    assert "docker run --shm-size=3g ..." in commands(judge(f))
+    assert "`--shm-size=3g`" in texts(judge(f))
+    f["host"]["cgroup"]["memory_limit_bytes"] = 1 * GIB  # half of it, never the whole limit
+    assert "`--shm-size=512m`" in texts(judge(f))
 
 
 def test_kubernetes_pod_with_memory_backed_shm(tmp_path):
@@ -197,7 +203,7 @@ def test_no_dev_shm_at_all(tmp_path):
     assert c["kind"] == "podman" and c["shm"]["exists"] is False
     v = judge(facts_with(c))
     assert v.status.value == "warn" and "no /dev/shm" in v.summary
-    assert "podman run --shm-size=8g ..." in commands(v)
+    assert "`--shm-size=8g`" in texts(v) and "podman run" in texts(v)
 
 
 def test_small_shm_outside_a_container_gets_a_remount(tmp_path):
@@ -265,7 +271,7 @@ def test_cuda_build_in_a_container_started_without_gpus():
     assert v.status.value == "warn"
     assert "a GPU was asked for (NVIDIA_VISIBLE_DEVICES=all)" in v.summary
     assert "no libcuda.so.1 mounted" in v.summary
-    assert "docker run --gpus all ..." in commands(v)
+    assert "`--gpus all`" in texts(v)
     assert any("nvidia-container-toolkit" in c for c in commands(v))
     assert judge(f, expect="cuda").status.value == "fail"
     ca = cuda_available.check(f, Context())
@@ -275,7 +281,7 @@ def test_cuda_build_in_a_container_started_without_gpus():
 def test_expect_cuda_in_a_container_without_gpu_variables_still_asks_for_gpus():
     v = judge(cuda_container(), expect="cuda")
     assert v.status.value == "fail" and "(--expect cuda)" in v.summary
-    assert "docker run --gpus all ..." in commands(v)
+    assert "`--gpus all`" in texts(v)
 
 
 def test_nvidia_visible_devices_void():
@@ -287,7 +293,8 @@ def test_nvidia_visible_devices_void():
     cuda = judge(f, expect="cuda")
     assert cuda.status.value == "fail"
     assert "NVIDIA_VISIBLE_DEVICES='void' tells the NVIDIA runtime to give it none" in cuda.summary
-    assert commands(cuda) == ["docker run --gpus all -e NVIDIA_VISIBLE_DEVICES=all ..."]
+    assert commands(cuda) == []
+    assert "docker run --gpus all -e NVIDIA_VISIBLE_DEVICES=all" in texts(cuda)
 
 
 def test_gpu_nodes_without_compute_capability():
@@ -298,7 +305,7 @@ def test_gpu_nodes_without_compute_capability():
     v = judge(f)
     assert v.status.value == "warn"
     assert "NVIDIA_DRIVER_CAPABILITIES=utility lacks 'compute'" in v.summary
-    assert "docker run --gpus all -e NVIDIA_DRIVER_CAPABILITIES=compute,utility ..." in commands(v)
+    assert "NVIDIA_DRIVER_CAPABILITIES=compute,utility" in texts(v)
 
 
 def test_gpu_with_driver_libraries_passes():
@@ -509,8 +516,9 @@ def test_small_shm_in_a_mount_namespace_warns_with_the_fix():
     assert c["details"]["shm"]["size_bytes"] == 64 * MIB
     assert "/dev/shm is only 64 MiB" in c["summary"]
     cmds = [cmd for r in c["remedies"] for cmd in r["commands"]]
+    prose = " ".join(r["text"] for r in c["remedies"])
     fix = "sudo mount -o remount,size=8G /dev/shm"
-    assert any("--shm-size=" in x for x in cmds) if c["details"]["detected"] else fix in cmds
+    assert "--shm-size=" in prose if c["details"]["detected"] else fix in cmds
 
 
 def _cgroup_v1_cpu() -> Path | None:

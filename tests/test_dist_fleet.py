@@ -327,3 +327,18 @@ def test_replay_judges_a_recorded_fleet_report(tmp_path):
     assert r.returncode == 2 and "unknown check id" in r.stderr
     r = run_cli("dist", "--replay", str(tmp_path / "nope.json"))
     assert r.returncode == 2 and "cannot replay" in r.stderr
+
+
+@pytest.mark.parametrize(
+    ("mutate", "needle"),
+    [
+        (lambda recs: recs[:2], "absent from the report"),
+        (lambda recs: [*recs, copy.deepcopy(recs[0])], "reported more than once"),
+        (lambda recs: [*recs[:-1], {**copy.deepcopy(recs[-1]), "rank": -1}], "outside 0..3"),
+    ],
+)
+def test_a_fleet_that_does_not_add_up_fails(mutate, needle):
+    doc = fleet.aggregate(mutate(cluster(2, 2)), 4)
+    ranks = finding(doc, "fleet.ranks")
+    assert ranks["status"] == "fail" and needle in ranks["summary"]
+    assert doc["exit_code"] == 1

@@ -6,7 +6,7 @@ import re
 
 from ..facts import Facts, dig
 from ..model import Remedy, Status, Verdict, verdict
-from .common import Context, nvml_gpus, python_cmd, reinstall_torch
+from .common import Context, nvml_gpus, pinned_family, python_cmd, reinstall_torch
 
 ID = "container"
 TITLE = "Container: shared memory and GPU passthrough"
@@ -59,20 +59,23 @@ def describe(c: dict) -> str:
 def _shm_remedies(c: dict, limit: int | None) -> list[Remedy]:
     size = SUGGESTED_SHM
     if limit and limit < 16 * GIB:
-        size = f"{max(1, limit // (2 * GIB))}g"  # shm pages count against the memory limit
+        # shm pages count against the memory limit: offer half of it, in 64 MiB steps.
+        mib = max(64, (limit // 2 // MIB) // 64 * 64)
+        size = f"{mib // 1024}g" if mib % 1024 == 0 else f"{mib}m"
     kind = c.get("kind") if c.get("detected") else "host"
+    # Options of the `docker run` that starts the container: prose, since only the user knows
+    # the rest of that command line.
     docker = Remedy(
-        f"Give the container a bigger /dev/shm (its pages count against the container's memory "
-        f"limit), or share the host's IPC namespace. Compose: `shm_size: {size}`.",
-        (f"docker run --shm-size={size} ...", "docker run --ipc=host ..."),
+        f"Give the container a bigger /dev/shm: add `--shm-size={size}` (its pages count against "
+        f"the container's memory limit) or `--ipc=host` to its `docker run`. Compose: `shm_size: {size}`."
     )
     podman = Remedy(
-        "Give the container a bigger /dev/shm, or share the host's IPC namespace.",
-        (f"podman run --shm-size={size} ...", "podman run --ipc=host ..."),
+        f"Give the container a bigger /dev/shm: add `--shm-size={size}` or `--ipc=host` to its `podman run`."
     )
+    k8s_size = f"{size[:-1]}Gi" if size.endswith("g") else f"{size[:-1]}Mi"
     k8s = Remedy(
         "In the pod spec, mount a memory-backed emptyDir at /dev/shm: "
-        f"volumes: [{{name: dshm, emptyDir: {{medium: Memory, sizeLimit: {size[:-1]}Gi}}}}] and, "
+        f"volumes: [{{name: dshm, emptyDir: {{medium: Memory, sizeLimit: {k8s_size}}}}}] and, "
         "in the container, volumeMounts: [{name: dshm, mountPath: /dev/shm}]."
     )
     host = Remedy(
@@ -110,13 +113,11 @@ def _gpu_remedies(c: dict) -> list[Remedy]:
             "sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker",
         ),
     )
-    docker = Remedy("Start the container with GPU access.", ("docker run --gpus all ...",))
+    docker = Remedy("Start the container with GPU access: add `--gpus all` to its `docker run`.")
     podman = Remedy(
-        "Podman reaches GPUs through CDI: generate the spec once, then pass the device.",
-        (
-            "sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml",
-            "podman run --device nvidia.com/gpu=all ...",
-        ),
+        "Podman reaches GPUs through CDI: generate the spec once on the host, then add "
+        "`--device nvidia.com/gpu=all` to the `podman run`.",
+        ("sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml",),
     )
     k8s = Remedy(
         "Request a GPU in the pod spec (resources: limits: nvidia.com/gpu: 1); the NVIDIA device "
@@ -148,8 +149,9 @@ def _cpu_wheel_remedies(facts: Facts) -> list[Remedy]:
         )
     remedies.append(
         Remedy(
-            "In the image itself, install torch from the CPU index (see Dockerfile.cpu in torchdoctor).",
-            ("pip install torch --index-url https://download.pytorch.org/whl/cpu",),
+            "In the image itself, install torch from the CPU index (see Dockerfile.cpu in "
+            f"torchdoctor): `RUN pip install {' '.join(pinned_family(facts))} "
+            "--index-url https://download.pytorch.org/whl/cpu`."
         )
     )
     return remedies
@@ -171,8 +173,8 @@ def _judge_gpu(c: dict, facts: Facts, ctx: Context) -> tuple[Status, str, list[R
             if nvd is not None and nvd.strip().lower() in NO_GPU_VALUES:
                 why = f"NVIDIA_VISIBLE_DEVICES={nvd!r} tells the NVIDIA runtime to give it none"
                 fix = Remedy(
-                    "Unset the variable (or set it to `all`) and start the container with GPUs.",
-                    ("docker run --gpus all -e NVIDIA_VISIBLE_DEVICES=all ...",),
+                    "Unset the variable (or set it to `all`) and start the container with GPUs: "
+                    "`docker run --gpus all -e NVIDIA_VISIBLE_DEVICES=all …`."
                 )
                 return bad, f"CUDA build of torch, but no GPU reached this container: {why}", [fix]
             return (
@@ -201,8 +203,8 @@ def _judge_gpu(c: dict, facts: Facts, ctx: Context) -> tuple[Status, str, list[R
             [
                 Remedy(
                     "Ask the NVIDIA runtime for the compute (CUDA) and utility (nvidia-smi, NVML) "
-                    "driver libraries.",
-                    ("docker run --gpus all -e NVIDIA_DRIVER_CAPABILITIES=compute,utility ...",),
+                    "driver libraries: `docker run --gpus all -e "
+                    "NVIDIA_DRIVER_CAPABILITIES=compute,utility …`."
                 ),
                 *_gpu_remedies(c)[1:2],
             ],

@@ -79,8 +79,7 @@ def _why_unavailable(facts: Facts, expect: str) -> Reason:
                 [
                     Remedy(
                         "Start the container with GPU access, e.g. `docker run --gpus all …` "
-                        "(the host needs the NVIDIA Container Toolkit).",
-                        ("nvidia-ctk --version",),
+                        "(the host needs the NVIDIA Container Toolkit; the container check says more)."
                     )
                 ],
             )

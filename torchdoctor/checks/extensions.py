@@ -14,7 +14,7 @@ from .. import archs
 from ..data import compat
 from ..facts import Facts, dig
 from ..model import Remedy, Status, Verdict, verdict
-from .common import Context, python_cmd, reinstall_torch, torch_ok, torch_unavailable
+from .common import Context, install_wheel, nvml_gpus, python_cmd, torch_ok, torch_unavailable
 
 ID = "extensions"
 TITLE = "C++/CUDA extension builds"
@@ -54,17 +54,29 @@ def toolkit_for(tc: dict[str, Any], want: tuple[int, int]) -> str | None:
     return (exact or same or [{}])[0].get("path")
 
 
-def variant_for_nvcc(facts: Facts, nvcc: tuple[int, int]) -> str | None:
-    """The newest wheel variant of this torch release with nvcc's CUDA major (torch refuses only
-    a major mismatch)."""
-    variants = compat.TORCH_CUDA_VARIANTS.get(compat.torch_minor(dig(facts, "torch.version")), ())
-    fits = [v for v in variants if compat.parse_version(compat.variant_cuda(v))[:1] == nvcc[:1]]
-    # The exact major.minor when published, else the nearest minor (newer on a tie).
-    return min(
-        reversed(fits),
+def variant_for_nvcc(facts: Facts, nvcc: tuple[int, int]) -> compat.WheelChoice | None:
+    """A wheel built for nvcc's CUDA major (torch refuses only a major mismatch) that this
+    driver runs and that covers these GPUs: chosen by the same rule as every other fix, among
+    the variants of nvcc's major, nearest minor first."""
+    caps = [tuple(g["capability"]) for g in nvml_gpus(facts) if g.get("capability")]
+    version = dig(facts, "torch.version")
+    driver = dig(facts, "nvml.driver_version")
+    release = compat.torch_minor(version)
+    variants = compat.TORCH_CUDA_VARIANTS.get(release or "", ())
+    same_major = [v for v in variants if compat.parse_version(compat.variant_cuda(v))[0] == nvcc[0]]
+    by_nearness = sorted(
+        reversed(same_major),
         key=lambda v: abs(compat.parse_version(compat.variant_cuda(v))[1] - nvcc[1]),
-        default=None,
     )
+    for variant in by_nearness:
+        support = (
+            compat.driver_support(driver, compat.variant_cuda(variant)) if driver else "unknown"
+        )
+        if support in ("full", "minor_compat", "unknown") and all(
+            compat.covers(release, variant, c) for c in caps
+        ):
+            return compat.WheelChoice(release, variant, support)
+    return None
 
 
 def arch_list_problem(facts: Facts) -> tuple[str, Remedy] | None:
@@ -109,18 +121,22 @@ def cuda_problems(tc: dict[str, Any], facts: Facts) -> tuple[list[str], list[str
             if kit
             else (
                 f"conda install -c nvidia cuda-toolkit={t}",
-                f"sudo apt-get install -y cuda-toolkit-{t.replace('.', '-')}  # NVIDIA's apt repository",
+                f"sudo apt-get install -y cuda-toolkit-{t.replace('.', '-')}",
             )
         )
         remedies.append(
-            Remedy(f"Build with a CUDA {t} toolkit, the one torch was compiled with.", cmds)
+            Remedy(
+                f"Build with a CUDA {t} toolkit, the one torch was compiled with (conda, or "
+                "NVIDIA's apt repository on Debian/Ubuntu).",
+                cmds,
+            )
         )
-        variant = variant_for_nvcc(facts, nvcc)
-        if variant and nvcc[0] != torch_cuda[0]:
+        choice = variant_for_nvcc(facts, nvcc)
+        if choice and nvcc[0] != torch_cuda[0]:
             remedies.append(
-                reinstall_torch(
+                install_wheel(
                     facts,
-                    variant,
+                    choice,
                     f"Or install a torch built for CUDA {nvcc[0]}.x, which nvcc {n} can build for.",
                 )
             )
@@ -177,12 +193,13 @@ def check(facts: Facts, ctx: Context) -> Verdict:
         )
         if ctx.expect == "cuda":
             warns.append(summary)
-            variant_fit = variant_for_nvcc(facts, _mm(nvcc))
+            choice = variant_for_nvcc(facts, _mm(nvcc))
             remedies.append(
-                reinstall_torch(facts, variant_fit, f"Install the torch built for CUDA {nvcc}.")
-                if variant_fit
+                install_wheel(facts, choice, f"Install the torch built for CUDA {nvcc}.")
+                if choice
                 else Remedy(
-                    f"No wheel of this torch release is built for CUDA {nvcc}: install a CUDA build."
+                    f"No wheel of this torch release for CUDA {nvcc} runs on this driver and these "
+                    "GPUs: install the CUDA build that cuda.available names, and a matching toolkit."
                 )
             )
         elif not warns:

@@ -159,14 +159,17 @@ def dist(
                 slow_ratio=slow_ratio,
                 fail_on=fail_on,
             )
+            text = RENDERERS[fmt](doc, verbose, color)  # rendering reads the same recorded fields
         except Exception as exc:  # noqa: BLE001 - any malformed recorded file is a usage error
             raise click.BadParameter(
                 f"cannot replay {replay!r}: {exc}", param_hint="--replay"
             ) from exc
-        click.echo(RENDERERS[fmt](doc, verbose, color), nl=False)
+        click.echo(text, nl=False)
         if output:
-            text = RENDERERS["json"](doc, False, False)
-            write_or_usage_error(output, "--output", lambda p: Path(p).write_text(text, encoding="utf-8"))
+            doc_json = RENDERERS["json"](doc, False, False)
+            write_or_usage_error(
+                output, "--output", lambda p: Path(p).write_text(doc_json, encoding="utf-8")
+            )
         raise click.exceptions.Exit(doc["exit_code"])
     try:
         launch = from_env()

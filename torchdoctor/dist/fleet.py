@@ -106,8 +106,37 @@ def node_facts(record: Record, reports: dict[str, Record]) -> dict[str, Any]:
 # ------------------------------------------------------------------------------------ findings
 
 
+def _rank_accounting(records: list[Record], missing: list[Record], world: int) -> str | None:
+    """Every rank 0..world-1 exactly once, answered or missing; else what is wrong."""
+    ranks = [r["rank"] for r in records] + [m["rank"] for m in missing]
+    seen = set(ranks)
+    problems = []
+    if dupes := sorted({r for r in ranks if ranks.count(r) > 1}):
+        problems.append(f"rank(s) {dupes} reported more than once")
+    if outside := sorted(r for r in seen if not (isinstance(r, int) and 0 <= r < world)):
+        problems.append(f"rank(s) {outside} outside 0..{world - 1}")
+    if absent := sorted(set(range(world)) - seen):
+        problems.append(f"rank(s) {absent[:8]}{' …' if len(absent) > 8 else ''} absent from the report")
+    return "; ".join(problems) or None
+
+
 def _ranks_finding(records: list[Record], missing: list[Record], world: int) -> Finding:
     hosts = sorted({r["host"] for r in records})
+    accounting = _rank_accounting(records, missing, world)
+    if accounting:
+        return _finding(
+            "fleet.ranks",
+            "every rank answered",
+            "fail",
+            f"the fleet does not add up to world size {world}: {accounting}",
+            {"answered": len(records), "missing": missing},
+            [
+                _remedy(
+                    "A report must hold each rank once. Re-run the job, or check that the file "
+                    "is one run's fleet report and was not edited or merged."
+                )
+            ],
+        )
     if not missing:
         return _finding(
             "fleet.ranks",
