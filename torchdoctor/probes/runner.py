@@ -113,10 +113,24 @@ class _Reader(threading.Thread):
 # Children still running, so that Ctrl-C or SIGTERM on torchdoctor never leaves a probe behind
 # (each probe has its own session, so the terminal's SIGINT does not reach it).
 _LIVE: set[subprocess.Popen] = set()
+_LIVE_LOCK = threading.Lock()
+_CLOSING = False  # set at exit: a probe thread that starts a child after that kills it at once
 
 
 def kill_all() -> None:
-    for proc in list(_LIVE):
+    global _CLOSING
+    with _LIVE_LOCK:
+        _CLOSING = True
+        procs = list(_LIVE)
+    for proc in procs:
+        _kill_group(proc)
+
+
+def _track(proc: subprocess.Popen) -> None:
+    with _LIVE_LOCK:
+        _LIVE.add(proc)
+        closing = _CLOSING
+    if closing:
         _kill_group(proc)
 
 
@@ -176,7 +190,7 @@ def run_probe(
             run.message = f"could not start {argv[0]}: {exc.strerror or exc}"
             run.duration_s = time.monotonic() - t0
             return run
-        _LIVE.add(proc)
+        _track(proc)
         reader = _Reader(proc.stdout, run, on_phase)
         reader.start()
         timed_out = False
@@ -190,7 +204,8 @@ def run_probe(
                     _kill_group(proc)
                     proc.wait()
                     break
-        _LIVE.discard(proc)
+        with _LIVE_LOCK:
+            _LIVE.discard(proc)
         reader.join(timeout=2)
         run.duration_s = time.monotonic() - t0
         run.returncode = proc.returncode
