@@ -95,3 +95,23 @@ def test_import_torchdoctor_stays_torch_free():
     code = "import sys, torchdoctor; assert 'torch' not in sys.modules; print(callable(torchdoctor.audit))"
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and r.stdout.strip() == "True", r.stderr
+
+
+def test_scripted_child_is_noted_and_no_hook_is_left_behind():
+    model = nn.Sequential(nn.Linear(2, 2), torch.jit.script(nn.Linear(2, 2)))
+    findings = torchdoctor.audit(model, torch.ones(1, 2))
+    assert [f.id for f in findings] == ["scripted-not-traced"]
+    assert findings[0].module == "1" and "TorchScript" in findings[0].message
+    assert not model[0]._forward_hooks and not model[0]._forward_pre_hooks
+
+
+def test_hooks_removed_when_registration_fails(monkeypatch):
+    model = nn.Sequential(nn.Linear(2, 2), nn.Linear(2, 2))
+
+    def refuse(*a, **k):
+        raise RuntimeError("no hooks here")
+
+    monkeypatch.setattr(model[1], "register_forward_pre_hook", refuse)
+    findings = torchdoctor.audit(model, torch.ones(1, 2))
+    assert findings[0].id == "forward-failed" and "no hooks here" in findings[0].message
+    assert not model[0]._forward_hooks and not model[0]._forward_pre_hooks

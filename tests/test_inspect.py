@@ -160,3 +160,53 @@ def test_a_reader_that_hangs_is_killed_at_the_deadline(tmp_path):
     doc = json.loads(r.stdout)
     assert r.returncode == 1 and doc["probe"]["status"] == "timeout"
     assert any("deadline" in p for p in doc["problems"])
+
+
+class _Evil:
+    """Pickles as a call to os.system; pickle.dumps only records it, nothing runs."""
+
+    def __reduce__(self):
+        import os
+
+        return (os.system, ("touch SHOULD_NOT_EXIST",))
+
+
+def test_dangerous_global_is_named_and_no_load_call(tmp_path):
+    import pickle
+
+    f = tmp_path / "evil.pkl"
+    f.write_bytes(pickle.dumps({"w": _Evil()}, protocol=2))
+    rc, r = inspect(f)
+    assert rc == 1 and r["load_call"] is None
+    assert r["dangerous_globals"] and r["dangerous_globals"][0].startswith("posix.system")
+    text = run_cli("inspect", str(f)).stdout
+    assert "DANGEROUS: references posix.system (runs a command on load)" in text
+    assert "globals:   posix.system" in text and "load with" not in text
+    assert not (REPO / "SHOULD_NOT_EXIST").exists() and not (tmp_path / "SHOULD_NOT_EXIST").exists()
+
+
+def test_dangerous_globals_denylist():
+    from torchdoctor.checkpoint import dangerous_globals
+
+    bad = ["builtins.eval", "subprocess.Popen", "nt.system", "runpy._run_code", "_pickle.loads"]
+    ok = ["torch._utils._rebuild_tensor_v2", "collections.OrderedDict", "builtins.set"]
+    assert len(dangerous_globals(bad + ok)) == len(bad)
+
+
+def test_crafted_cuda_location_does_not_crash():
+    from torchdoctor.checkpoint import _loadable_here
+
+    machine = {"cuda_available": True, "cuda_device_count": 2}
+    assert _loadable_here("cuda:1", machine) and _loadable_here("cuda", machine)
+    assert not _loadable_here("cuda:x", machine) and not _loadable_here("cuda:2", machine)
+
+
+def test_truncated_safetensors_is_reported(tmp_path):
+    import struct
+
+    header = json.dumps({"w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}}).encode()
+    f = tmp_path / "cut.safetensors"
+    f.write_bytes(struct.pack("<Q", len(header)) + header + b"\0" * 4)
+    rc, r = inspect(f)
+    assert rc == 1 and r["loads_as_is"] is False
+    assert any("truncated" in p and "8 bytes" in p for p in r["problems"])

@@ -17,13 +17,45 @@ SCHEMA_VERSION = 1
 PROBE = Path(__file__).parent / "probes" / "ckpt_probe.py"
 PICKLED_MODULE = re.compile(r"^(torch\.nn\.modules\.|__main__\.)")
 WEIGHTS_ONLY_FAILED = "Weights only load failed"
+CUDA_LOCATION = re.compile(r"cuda(?::(\d+))?")
+# Globals a pickle can call on load to run commands, code or file/network access. Seen in a
+# file, it is treated as hostile: no load call is offered at all. (global -> what it does)
+DANGEROUS = [
+    (
+        re.compile(r"(os|posix|nt)\.(system|popen|exec\w*|spawn\w*|posix_spawn\w*)"),
+        "runs a command",
+    ),
+    (re.compile(r"subprocess\.\w+"), "runs a command"),
+    (re.compile(r"pty\.\w+"), "runs a command"),
+    (re.compile(r"(__builtin__|builtins)\.(eval|exec|compile|__import__)"), "runs Python code"),
+    (re.compile(r"(__builtin__|builtins)\.(getattr|setattr|open)"), "reaches any object or file"),
+    (re.compile(r"(runpy|importlib|code|codeop)\.\w+"), "runs Python code"),
+    (re.compile(r"(_?pickle|marshal|dill|cloudpickle)\.\w*loads?\w*"), "unpickles more data"),
+    (re.compile(r"(os|posix|nt|shutil)\.\w+"), "touches files or the process"),
+    (
+        re.compile(r"(socket|urllib|http|requests|ctypes|sys)(\.\w+)+"),
+        "reaches the network or the interpreter",
+    ),
+]
+
+
+def dangerous_globals(globals_: list[str]) -> list[str]:
+    """`module.name (what it does)` for each global on the denylist."""
+    out = []
+    for g in globals_:
+        for pattern, what in DANGEROUS:
+            if pattern.fullmatch(g):
+                out.append(f"{g} ({what} on load)")
+                break
+    return out
 
 
 def _loadable_here(location: str, machine: dict[str, Any]) -> bool:
     if location == "cpu" or location.startswith("meta"):
         return True
-    if location.startswith("cuda"):
-        index = int(location.split(":", 1)[1]) if ":" in location else 0
+    cuda = CUDA_LOCATION.fullmatch(location)
+    if cuda:
+        index = int(cuda.group(1) or 0)
         return bool(machine.get("cuda_available")) and index < machine.get("cuda_device_count", 0)
     if location.startswith("mps"):
         return bool(machine.get("mps_available"))
@@ -50,6 +82,7 @@ def build_report(path: str, run) -> dict[str, Any]:
         "saved_locations": {},
         "globals": [],
         "pickled_objects": [],
+        "dangerous_globals": [],
         "loads_as_is": False,
         "problems": [],
         "load_call": None,
@@ -75,6 +108,13 @@ def build_report(path: str, run) -> dict[str, Any]:
     pick = st.get("pickle") or {}
     report["globals"] = pick.get("globals", [])
     report["pickled_objects"] = [g for g in report["globals"] if PICKLED_MODULE.match(g)]
+    report["dangerous_globals"] = dangerous_globals(report["globals"])
+    if report["dangerous_globals"]:
+        problems.append(
+            "DANGEROUS: references "
+            + ", ".join(report["dangerous_globals"][:5])
+            + ". Do not load this file with weights_only=False."
+        )
     if pick.get("error") and not st.get("load"):
         problems.append(f"the pickle is malformed or truncated: {pick['error']}")
     load = st.get("load")
@@ -94,11 +134,15 @@ def build_report(path: str, run) -> dict[str, Any]:
         report["loads_as_is"] = not needs_map
         return report
     message = (errs.get("load") or {}).get("message", "")
-    if WEIGHTS_ONLY_FAILED in message:
+    if WEIGHTS_ONLY_FAILED in message and report["dangerous_globals"]:
+        report["weights_only_error"] = message.strip().splitlines()[0]
+    elif WEIGHTS_ONLY_FAILED in message:
         what = (
             "a pickled module/object (" + ", ".join(report["pickled_objects"][:5]) + ")"
             if report["pickled_objects"]
-            else "objects that weights_only loading does not allow"
+            else "objects that weights_only loading does not allow ("
+            + ", ".join(_foreign(report["globals"])[:5])
+            + ")"
         )
         problems.append(
             f"the file holds {what}: it loads only with weights_only=False, which runs code from "
@@ -107,12 +151,21 @@ def build_report(path: str, run) -> dict[str, Any]:
         first_line = message.strip().splitlines()[0] if message.strip() else ""
         report["weights_only_error"] = first_line
         map_arg = f", map_location={_target(machine)!r}" if needs_map else ""
-        report["load_call"] = (
-            f"torch.load({quoted}{map_arg}, weights_only=False)  # trusted files only"
-        )
+        if not report["dangerous_globals"]:
+            report["load_call"] = (
+                f"torch.load({quoted}{map_arg}, weights_only=False)  # trusted files only"
+            )
     elif message:
         problems.append(f"torch.load(weights_only=True) failed: {message.strip()[:300]}")
     return report
+
+
+def _foreign(globals_: list[str]) -> list[str]:
+    """Globals outside torch and the few builtins every checkpoint uses."""
+    usual = re.compile(
+        r"(torch|collections|_codecs|numpy\.core\.multiarray|(__)?builtin(s|__)\.set)\b"
+    )
+    return [g for g in globals_ if not usual.match(g)]
 
 
 def _safetensors(report: dict, header: dict | None, errs: dict, quoted: str) -> dict:
@@ -121,6 +174,12 @@ def _safetensors(report: dict, header: dict | None, errs: dict, quoted: str) -> 
         report["problems"].append(f"cannot read the safetensors header: {msg}")
         return report
     report["content"] = {k: v for k, v in header.items() if k != "safetensors_installed"}
+    end, available = header.get("data_end"), header.get("data_available")
+    if isinstance(end, int) and isinstance(available, int) and end > available:
+        report["problems"].append(
+            f"the file is truncated: its tensors need {end} bytes of data, it holds {available}"
+        )
+        return report
     report["saved_locations"] = {"cpu": header.get("tensors", 0)}  # safetensors has no device
     device = _target(report["machine"]) if report["machine"] else "cpu"
     report["load_call"] = (
@@ -174,6 +233,9 @@ def render_text(r: dict[str, Any]) -> str:
         out.append(f"  saved on:  {locs}")
     if r.get("pickled_objects"):
         out.append(f"  pickled:   {', '.join(r['pickled_objects'][:8])}")
+    foreign = _foreign(r.get("globals") or [])
+    if foreign:
+        out.append(f"  globals:   {', '.join(foreign[:8])}" + (" …" if len(foreign) > 8 else ""))
     m = r.get("machine") or {}
     if m:
         here = f"CUDA ×{m['cuda_device_count']}" if m.get("cuda_available") else "no CUDA"

@@ -53,6 +53,11 @@ def _list_rules(ctx: click.Context, _param: click.Parameter, value: bool) -> Non
     show_default=True,
     help="Lowest finding level that makes the exit code 1.",
 )
+@click.option(
+    "--fail-on-errors",
+    is_flag=True,
+    help="Exit 1 also when a file or directory could not be read, decoded, parsed or fixed.",
+)
 @click.option("--select", multiple=True, metavar="RULE[,RULE]", help="Only these rules.")
 @click.option("--ignore", multiple=True, metavar="RULE[,RULE]", help="Not these rules.")
 @click.option("--include-tests", is_flag=True, help="Also scan test files (test_*.py, tests/ …).")
@@ -79,6 +84,7 @@ def scan_cmd(
     as_json: bool,
     output: str | None,
     fail_on: str,
+    fail_on_errors: bool,
     select: tuple[str, ...],
     ignore: tuple[str, ...],
     include_tests: bool,
@@ -106,6 +112,7 @@ def scan_cmd(
         ignore=_rule_ids(ignore, "--ignore"),
     )
     result = scan_paths(paths, opts, jobs)
+    result.fail_on_errors = fail_on_errors
     if fix or diff:
         _apply_fixes(result, write=fix, show=diff)
     render = {"text": render_text, "json": render_json, "sarif": render_sarif}[fmt]
@@ -123,6 +130,7 @@ def _apply_fixes(result, write: bool, show: bool) -> None:
     only when stdout carries a document, else to stdout before the report."""
     from .scan import fix as fixmod
     from .scan.engine import read_source
+    from .scan.model import FileError
 
     by_file: dict[str, list] = {}
     for f in result.findings:
@@ -131,14 +139,22 @@ def _apply_fixes(result, write: bool, show: bool) -> None:
     for path, findings in by_file.items():
         if not any(f.edit for f in findings):
             continue
-        planned = fixmod.plan(path, read_source(path), findings)
-        if planned is None:
-            continue
-        if show:
-            click.echo(planned.diff(), nl=False)
-        if write:
-            fixmod.write(planned)
-            done.update(id(f) for f in planned.applied)
+        try:
+            planned = fixmod.plan(path, read_source(path), findings)
+            if planned is None:
+                continue
+            if show:
+                click.echo(planned.diff(), nl=False)
+            if write:
+                fixmod.write(planned)
+                done.update(id(f) for f in planned.applied)
+        except fixmod.UnsafeFix as exc:
+            result.errors.append(FileError(path, str(exc)))
+        except OSError as exc:
+            action = "write" if write else "read"
+            result.errors.append(FileError(path, f"cannot {action}: {exc.strerror or exc}"))
+        except (UnicodeDecodeError, SyntaxError, LookupError) as exc:
+            result.errors.append(FileError(path, f"cannot decode: {exc}"))
     result.fixed = [f for f in result.findings if id(f) in done]
     result.findings = [f for f in result.findings if id(f) not in done]
 

@@ -6,7 +6,8 @@ Imports torch, so it is only loaded on first use (`torchdoctor.__getattr__`). Th
 - ``tensor-attribute``: a plain tensor attribute, which `model.to(device)` leaves behind;
 - ``forward-mixed-devices``: with example inputs, one forward pass runs under hooks and names
   the first module whose inputs (with its own tensors) or outputs span several devices, or the
-  innermost module running when the pass failed with a device error.
+  innermost module running when the pass failed with a device error;
+- ``scripted-not-traced``: TorchScript submodules, which refuse hooks, were not traced inside.
 
 The forward pass runs under `torch.no_grad()` in eval mode (training flags are restored), so the
 model's weights and running statistics are not changed.
@@ -166,11 +167,16 @@ def _forward(model: nn.Module, inputs: tuple, kwargs: dict) -> list[AuditFinding
     tracer = _Tracer(model)
     handles = []
     modes = {m: m.training for m in model.modules()}
-    for m in model.modules():
-        handles.append(m.register_forward_pre_hook(tracer.pre, with_kwargs=True))
-        handles.append(m.register_forward_hook(tracer.post, with_kwargs=True))
+    scripted: list[str] = []
     error: BaseException | None = None
     try:
+        # Inside the try: hooks already registered are removed even if one registration fails.
+        for m in model.modules():
+            if isinstance(m, torch.jit.ScriptModule):  # refuses Python hooks
+                scripted.append(tracer.names.get(m, "") or "<model>")
+                continue
+            handles.append(m.register_forward_pre_hook(tracer.pre, with_kwargs=True))
+            handles.append(m.register_forward_hook(tracer.post, with_kwargs=True))
         model.eval()
         with torch.no_grad():
             model(*inputs, **kwargs)
@@ -181,12 +187,23 @@ def _forward(model: nn.Module, inputs: tuple, kwargs: dict) -> list[AuditFinding
             h.remove()
         for m, training in modes.items():
             m.training = training
+    notes = []
+    if scripted:
+        notes.append(
+            AuditFinding(
+                "scripted-not-traced",
+                scripted[0] if scripted[0] != "<model>" else "",
+                "TorchScript modules cannot carry hooks, so the forward pass was not traced "
+                f"inside: {', '.join(scripted[:5])}",
+                details={"modules": scripted},
+            )
+        )
     if tracer.found:
         if error is not None:
             tracer.found.details["error"] = f"{type(error).__name__}: {error}"
-        return [tracer.found]
+        return [tracer.found, *notes]
     if error is None:
-        return []
+        return notes
     culprit = tracer.active[-1] if tracer.active else model
     path = tracer.names.get(culprit, "")
     return [
@@ -198,7 +215,8 @@ def _forward(model: nn.Module, inputs: tuple, kwargs: dict) -> list[AuditFinding
             "plain tensor attribute) is the usual cause when the message names two devices.",
             _devices(list(_own_tensors(culprit).values())),
             {"error": f"{type(error).__name__}: {error}"},
-        )
+        ),
+        *notes,
     ]
 
 

@@ -48,8 +48,9 @@ def safetensors_header(path):
     with open(path, "rb") as fh:
         (n,) = struct.unpack("<Q", fh.read(8))
         header = json.loads(fh.read(n))
+        available = os.fstat(fh.fileno()).st_size - 8 - n
     meta = header.pop("__metadata__", None)
-    dtypes, tensors, elements, nbytes = Counter(), [], 0, 0
+    dtypes, tensors, elements, nbytes, data_end = Counter(), [], 0, 0, 0
     for name, info in header.items():
         numel = 1
         for d in info.get("shape", []):
@@ -58,6 +59,7 @@ def safetensors_header(path):
         dtypes[info.get("dtype", "?")] += 1
         elements += numel
         nbytes += end - start
+        data_end = max(data_end, end)
         tensors.append(
             {"name": name, "dtype": info.get("dtype"), "shape": info.get("shape"), "numel": numel}
         )
@@ -70,6 +72,8 @@ def safetensors_header(path):
         "dtypes": dict(dtypes),
         "largest": tensors[:SAMPLE_TENSORS],
         "metadata": meta,
+        "data_end": data_end,  # a truncated download ends before this
+        "data_available": available,
         "safetensors_installed": importlib.util.find_spec("safetensors") is not None,
     }
 

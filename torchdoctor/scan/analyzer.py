@@ -74,6 +74,9 @@ FORWARD_FACTORIES = frozenset(
         "linspace",
     ]
 )
+# torch.<name>_like exists for these only (no arange_like, tensor_like, eye_like…).
+LIKE_FACTORIES = frozenset(["zeros", "ones", "empty", "rand", "randn", "randint", "full"])
+PLACING_METHODS = frozenset(["to", "type_as", "cuda"])
 DEVICE_VARIABLE = "device"
 
 
@@ -139,22 +142,47 @@ def _chain(node: ast.expr) -> tuple[list[str], ast.expr]:
             return list(reversed(attrs)), node
 
 
+def _own_nodes(nodes: list[ast.AST]) -> Iterator[ast.AST]:
+    """Nodes of one scope: nested functions, lambdas and classes are not entered."""
+    todo = list(nodes)
+    while todo:
+        node = todo.pop()
+        yield node
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(
+                child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+            ):
+                todo.append(child)
+
+
+def _first_stores(nodes: list[ast.AST]) -> dict[str, int]:
+    """name -> the first line where this scope assigns it."""
+    out: dict[str, int] = {}
+    for sub in _own_nodes(nodes):
+        if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
+            out[sub.id] = min(out.get(sub.id, sub.lineno), sub.lineno)
+    return out
+
+
 @dataclass
 class _Func:
     node: ast.FunctionDef | ast.AsyncFunctionDef
     cls: _Class | None
-    _bound: set[str] | None = None
+    _params: set[str] | None = None
+    _stores: dict[str, int] | None = None
     _grad: bool | None = None
     _assigned_from_call: set[str] | None = None
 
-    def bound(self) -> set[str]:
-        if self._bound is None:
+    def params(self) -> set[str]:
+        if self._params is None:
             a = self.node.args
-            self._bound = {x.arg for x in [*a.posonlyargs, *a.args, *a.kwonlyargs]}
-            for sub in ast.walk(self.node):
-                if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
-                    self._bound.add(sub.id)
-        return self._bound
+            self._params = {x.arg for x in [*a.posonlyargs, *a.args, *a.kwonlyargs]}
+        return self._params
+
+    def stores(self) -> dict[str, int]:
+        if self._stores is None:
+            self._stores = _first_stores(list(self.node.body))
+        return self._stores
 
     def _scan_grad(self) -> None:
         self._grad, self._assigned_from_call = False, set()
@@ -192,6 +220,16 @@ class _Class:
     registered: set[str] = field(default_factory=set)  # register_buffer / Parameter names
 
 
+def _outside_loops(loop: ast.AST) -> Iterator[ast.AST]:
+    """The loop's own nodes, not those of loops nested in it."""
+    todo = list(ast.iter_child_nodes(loop))
+    while todo:
+        node = todo.pop()
+        yield node
+        if not isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
+            todo.extend(ast.iter_child_nodes(node))
+
+
 @dataclass
 class _Loop:
     node: ast.For | ast.AsyncFor | ast.While
@@ -201,7 +239,8 @@ class _Loop:
     def kind(self) -> tuple[bool, bool]:
         if self._kind is None:
             training = timing = False
-            for sub in ast.walk(self.node):
+            # An epoch loop around a batch loop is not itself the per-step loop.
+            for sub in _outside_loops(self.node):
                 if isinstance(sub, ast.Call):
                     attr = sub.func.attr if isinstance(sub.func, ast.Attribute) else None
                     name = attr or (sub.func.id if isinstance(sub.func, ast.Name) else "")
@@ -254,7 +293,7 @@ class Analyzer(ast.NodeVisitor):
         self.findings: list[Finding] = []
         self.torch_names = {"torch"}
         self.load_names: set[str] = set()  # `from torch import load`
-        self.module_bound: set[str] = set()
+        self.module_stores: dict[str, int] = {}  # top-level name -> first line assigned
         self.guard = 0
         self.no_grad = 0
         self.if_depth = 0
@@ -264,6 +303,7 @@ class Analyzer(ast.NodeVisitor):
         self.loops: list[_Loop] = []
         self.param_loop_vars: set[str] = set()
         self.skip_nodes: set[int] = set()
+        self.placed: set[int] = set()  # calls moved right away: `torch.arange(n).to(x.device)`
 
     # ------------------------------------------------------------------ positions and output
     def _offset(self, line: int, col_bytes: int) -> int:
@@ -292,6 +332,14 @@ class Analyzer(ast.NodeVisitor):
         )
         return Edit(start, self._end(node), text)
 
+    def _dot_before(self, func: ast.Attribute) -> int | None:
+        """Offset of the `.` of `recv.attr`: after the receiver's closing parens, as in
+        `(x).cuda()`. None when comments or line continuations make it unclear."""
+        start = self._end(func.value)
+        between = self.text[start : self._end(func) - len(func.attr)]
+        m = re.fullmatch(r"([ \t)]*)\.[ \t]*", between)
+        return start + len(m.group(1)) if m else None
+
     def report(
         self, rule: str, node: ast.AST, message: str, fix: str, edit: Edit | None = None
     ) -> None:
@@ -313,11 +361,20 @@ class Analyzer(ast.NodeVisitor):
         )
 
     # ------------------------------------------------------------------ scopes and guards
-    def device_in_scope(self) -> bool:
+    def device_in_scope(self, node: ast.AST) -> bool:
+        """Is `device` surely bound where `node` runs? A parameter, or assigned on an earlier
+        line of the same function; a global only when assigned above at top level and no
+        enclosing function rebinds it. Unsure means no: a fix must not raise NameError or
+        quietly move the work to another device."""
+        line = node.lineno  # type: ignore[attr-defined]
         for f in reversed(self.funcs):
-            if DEVICE_VARIABLE in f.bound():
+            if DEVICE_VARIABLE in f.params():
                 return True
-        return DEVICE_VARIABLE in self.module_bound
+            first = f.stores().get(DEVICE_VARIABLE)
+            if first is not None:
+                return first < line
+        first = self.module_stores.get(DEVICE_VARIABLE)
+        return first is not None and first < line
 
     def generic_visit(self, node: ast.AST) -> None:
         for _, value in ast.iter_fields(node):
@@ -347,10 +404,7 @@ class Analyzer(ast.NodeVisitor):
         self.guard -= raised
 
     def visit_Module(self, node: ast.Module) -> None:
-        for s in node.body:
-            for sub in ast.walk(s) if isinstance(s, (ast.Assign, ast.If, ast.Try)) else ():
-                if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
-                    self.module_bound.add(sub.id)
+        self.module_stores = _first_stores(list(node.body))
         self.generic_visit(node)
 
     def visit_Import(self, node: ast.Import) -> None:
@@ -496,6 +550,8 @@ class Analyzer(ast.NodeVisitor):
         func = node.func
         attr = func.attr if isinstance(func, ast.Attribute) else None
         fname = func.id if isinstance(func, ast.Name) else None
+        if attr in PLACING_METHODS:
+            self.placed.add(id(func.value))  # type: ignore[union-attr]
         if attr == "cuda" and id(node) not in self.skip_nodes:
             self._cuda_call(node, func)  # type: ignore[arg-type]
         elif attr in ("DataParallel",) or fname == "DataParallel":
@@ -520,9 +576,10 @@ class Analyzer(ast.NodeVisitor):
             return
         edit = None
         simple = not node.args and all(k.arg == "non_blocking" for k in node.keywords)
-        if simple and self.device_in_scope():
+        dot = self._dot_before(func)
+        if simple and dot is not None and self.device_in_scope(node):
             kws = "".join(f", {ast.unparse(k)}" for k in node.keywords)
-            edit = self.replace(node, f".to({DEVICE_VARIABLE}{kws})", after=func.value)
+            edit = Edit(dot, self._end(node), f".to({DEVICE_VARIABLE}{kws})")
         self.report(
             "TD001",
             node,
@@ -549,7 +606,7 @@ class Analyzer(ast.NodeVisitor):
             ):
                 continue
             # `torch.device("cuda")` is where a device gets defined: no safe rewrite there.
-            fixable = not is_ctor and self.device_in_scope()
+            fixable = not is_ctor and self.device_in_scope(c)
             self.report(
                 "TD002",
                 c,
@@ -591,7 +648,7 @@ class Analyzer(ast.NodeVisitor):
             key=lambda n: (n.end_lineno, n.end_col_offset),  # type: ignore[attr-defined]
         )
         if "map_location" not in kw and len(node.args) < 2:
-            target = DEVICE_VARIABLE if self.device_in_scope() else '"cpu"'
+            target = DEVICE_VARIABLE if self.device_in_scope(node) else '"cpu"'
             self.report(
                 "TD101",
                 node,
@@ -600,12 +657,14 @@ class Analyzer(ast.NodeVisitor):
                 self.insert_after(last, f", map_location={target}"),
             )
         if "weights_only" not in kw:
+            # torch refuses weights_only=True next to an explicit pickle_module.
+            edit = None if "pickle_module" in kw else self.insert_after(last, ", weights_only=True")
             self.report(
                 "TD102",
                 node,
                 "`torch.load` without `weights_only`: unpickling can run arbitrary code",
                 "torch.load(…, weights_only=True); weights_only=False only for trusted files",
-                self.insert_after(last, ", weights_only=True"),
+                edit,
             )
 
     def _numpy(self, node: ast.Call, func: ast.Attribute) -> None:
@@ -661,13 +720,16 @@ class Analyzer(ast.NodeVisitor):
             and func.value.id in self.torch_names
         ):
             return
-        if any(k.arg in ("device", None) for k in node.keywords):
+        if any(k.arg in ("device", None) for k in node.keywords) or id(node) in self.placed:
             return
+        hint = f"{_dotted(func)}(…, device=x.device) for an input x"
+        if func.attr in LIKE_FACTORIES:
+            hint += f", or torch.{func.attr}_like(x)"
         self.report(
             "TD302",
             node,
             f"`{_dotted(func)}(…)` in `forward` makes a CPU tensor whatever the model's device",
-            f"{_dotted(func)}(…, device=x.device) for an input x, or torch.{func.attr}_like(x)",
+            hint,
         )
 
     def _pin_memory(self, node: ast.Call) -> None:

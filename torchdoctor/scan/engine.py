@@ -9,6 +9,7 @@ import ast
 import io
 import os
 import re
+import stat
 import tokenize
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -33,11 +34,11 @@ SKIP_DIRS = frozenset(
         ".mypy_cache",
         ".pytest_cache",
         ".ruff_cache",
-        "build",
-        "dist",
         "site-packages",
     ]
 )
+# Build outputs, skipped only when they are not a package (a `dist/` of distributed helpers is).
+OUTPUT_DIRS = frozenset({"build", "dist"})
 TEST_DIRS = frozenset({"test", "tests", "testing"})
 SUPPRESS = re.compile(r"#\s*torchdoctor:\s*ignore(?:\[([^\]]*)\])?", re.I)
 ALL = "*"
@@ -57,20 +58,56 @@ def is_test_file(path: Path) -> bool:
     return any(part in TEST_DIRS for part in path.parts[:-1])
 
 
-def iter_files(paths: Iterable[str], include_tests: bool) -> Iterator[tuple[str, bool]]:
-    """(path, skipped_as_test). A file named on the command line is always scanned."""
+def _skip_dir(dirpath: str, name: str) -> bool:
+    if name in SKIP_DIRS or name.endswith(".egg-info"):
+        return True
+    return name in OUTPUT_DIRS and not os.path.exists(os.path.join(dirpath, name, "__init__.py"))
+
+
+def _regular(path: str, errors: list[FileError]) -> bool:
+    """A FIFO or device named `*.py` would block `read()` forever: only regular files are read.
+    A path that cannot be stat'ed is left to scan_file, which reports why."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return True
+    if stat.S_ISREG(mode):
+        return True
+    errors.append(FileError(path, "not a regular file"))
+    return False
+
+
+def iter_files(
+    paths: Iterable[str], include_tests: bool, errors: list[FileError] | None = None
+) -> Iterator[tuple[str, bool]]:
+    """(path, skipped_as_test), each file once. A file named on the command line is always
+    scanned. Unreadable directories and non-regular files go to `errors`."""
+    errors = [] if errors is None else errors
+    seen: set[str] = set()
+
+    def first(p: str) -> bool:
+        real = os.path.realpath(p)
+        if real in seen:
+            return False
+        seen.add(real)
+        return True
+
+    def walk_error(exc: OSError) -> None:
+        errors.append(FileError(exc.filename or "?", f"cannot read: {exc.strerror or exc}"))
+
     for raw in paths:
         root = Path(raw)
-        if root.is_file():
-            yield raw, False
+        if not root.is_dir():
+            if first(raw) and _regular(raw, errors):
+                yield raw, False
             continue
-        for dirpath, dirnames, filenames in os.walk(root):
-            dirnames[:] = sorted(
-                d for d in dirnames if d not in SKIP_DIRS and not d.endswith(".egg-info")
-            )
+        for dirpath, dirnames, filenames in os.walk(root, onerror=walk_error):
+            dirnames[:] = sorted(d for d in dirnames if not _skip_dir(dirpath, d))
             for fn in sorted(filenames):
                 if fn.endswith(".py"):
                     p = os.path.join(dirpath, fn)
+                    if not first(p) or not _regular(p, errors):
+                        continue
                     rel = Path(p).relative_to(root)
                     yield p, (not include_tests and is_test_file(rel))
 
@@ -183,7 +220,7 @@ def scan_paths(
     opts = opts or ScanOptions()
     result = ScanResult()
     files = []
-    for path, skipped in iter_files(paths, opts.include_tests):
+    for path, skipped in iter_files(paths, opts.include_tests, result.errors):
         if skipped:
             result.files_skipped += 1
         else:

@@ -74,3 +74,4 @@ class ScanResult:
     lines_scanned: int = 0
     suppressed: int = 0
     fixed: list[Finding] = field(default_factory=list)
+    fail_on_errors: bool = False  # --fail-on-errors: a file that could not be scanned fails

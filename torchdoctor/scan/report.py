@@ -19,6 +19,8 @@ def counts(result: ScanResult) -> dict[str, int]:
 
 
 def exit_code(result: ScanResult, fail_on: str) -> int:
+    if result.fail_on_errors and result.errors:
+        return 1
     if fail_on == "never":
         return 0
     floor = level_rank(fail_on)

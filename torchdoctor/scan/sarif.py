@@ -92,6 +92,7 @@ def to_sarif(result: ScanResult) -> dict[str, Any]:
                         "rules": rules,
                     }
                 },
+                "columnKind": "unicodeCodePoints",  # our columns count characters
                 "originalUriBaseIds": {"%SRCROOT%": {"uri": Path.cwd().resolve().as_uri() + "/"}},
                 "invocations": [
                     {
