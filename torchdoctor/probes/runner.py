@@ -113,24 +113,38 @@ class _Reader(threading.Thread):
 # Children still running, so that Ctrl-C or SIGTERM on torchdoctor never leaves a probe behind
 # (each probe has its own session, so the terminal's SIGINT does not reach it).
 _LIVE: set[subprocess.Popen] = set()
-_LIVE_LOCK = threading.Lock()
+_LIVE_LOCK = threading.Condition()
+_STARTING = 0  # Popen calls in flight: their child may exist before Popen returns
 _CLOSING = False  # set at exit: a probe thread that starts a child after that kills it at once
 
 
-def kill_all() -> None:
+def kill_all(wait_s: float = 2.0) -> None:
+    """Kill every probe group; first let in-flight starts finish so none slips through."""
     global _CLOSING
     with _LIVE_LOCK:
         _CLOSING = True
+        _LIVE_LOCK.wait_for(lambda: _STARTING == 0, timeout=wait_s)
         procs = list(_LIVE)
     for proc in procs:
         _kill_group(proc)
 
 
-def _track(proc: subprocess.Popen) -> None:
+def _begin_start() -> None:
+    global _STARTING
     with _LIVE_LOCK:
-        _LIVE.add(proc)
+        _STARTING += 1
+
+
+def _track(proc: subprocess.Popen | None) -> None:
+    """Record a started child (None: the start failed) and end its in-flight count."""
+    global _STARTING
+    with _LIVE_LOCK:
+        if proc is not None:
+            _LIVE.add(proc)
+        _STARTING -= 1
         closing = _CLOSING
-    if closing:
+        _LIVE_LOCK.notify_all()
+    if closing and proc is not None:
         _kill_group(proc)
 
 
@@ -174,6 +188,8 @@ def run_probe(
             kwargs["start_new_session"] = True
         else:  # pragma: no cover - Windows
             kwargs["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP
+        _begin_start()
+        proc = None
         try:
             proc = subprocess.Popen(
                 argv,
@@ -190,7 +206,8 @@ def run_probe(
             run.message = f"could not start {argv[0]}: {exc.strerror or exc}"
             run.duration_s = time.monotonic() - t0
             return run
-        _track(proc)
+        finally:
+            _track(proc)
         reader = _Reader(proc.stdout, run, on_phase)
         reader.start()
         timed_out = False
