@@ -92,10 +92,15 @@ def test_schema_is_the_official_one():
 
 def test_diff_shows_and_fix_writes(tmp_path):
     src = tmp_path / "train.py"
-    src.write_text("import torch\n\nsd = torch.load('m.pt')\n")
+    src.write_text("import torch\n\nnet.load_state_dict(torch.load('m.pt'))\n")
     r = run_cli("scan", str(src), "--diff")
-    assert "+sd = torch.load('m.pt', map_location=\"cpu\", weights_only=True)" in r.stdout
-    assert src.read_text() == "import torch\n\nsd = torch.load('m.pt')\n"  # --diff writes nothing
+    assert (
+        "+net.load_state_dict(torch.load('m.pt', map_location=\"cpu\", weights_only=True))"
+        in r.stdout
+    )
+    assert (
+        src.read_text() == "import torch\n\nnet.load_state_dict(torch.load('m.pt'))\n"
+    )  # --diff writes nothing
     r = run_cli("scan", str(src), "--fix")
     assert r.returncode == 0, r.stdout
     assert 'map_location="cpu", weights_only=True' in src.read_text()

@@ -33,7 +33,7 @@ def test_device_assigned_after_the_load_is_not_used():
         """
         import torch
         def main():
-            sd = torch.load("x.pt")
+            net.load_state_dict(torch.load("x.pt"))
             device = torch.device("cpu")
         """
     )
@@ -79,7 +79,7 @@ def test_device_bound_before_is_used():
 # ---------------------------------------------------------------- 2: duplicates, compile()
 def test_a_file_named_twice_is_scanned_and_fixed_once(tmp_path):
     f = tmp_path / "dup.py"
-    f.write_text('import torch\nsd = torch.load("a")\n')
+    f.write_text('import torch\nnet.load_state_dict(torch.load("a"))\n')
     result = scan_paths([str(tmp_path), str(f), str(f)], jobs=1)
     assert result.files_scanned == 1 and len(result.findings) == 2
     r = run_cli("scan", str(tmp_path), str(f), "--fix")
@@ -90,7 +90,7 @@ def test_a_file_named_twice_is_scanned_and_fixed_once(tmp_path):
 
 
 def test_plan_drops_identical_edits_and_rejects_repeated_keywords():
-    text = 'import torch\nsd = torch.load("a")\n'
+    text = 'import torch\nnet.load_state_dict(torch.load("a"))\n'
     once = scan_source("s.py", text, ScanOptions())[0]
     assert plan("s.py", text, once + once).new.count("map_location") == 1
     # An edit that yields `f(a=1, a=1)` parses but does not compile.
@@ -291,3 +291,21 @@ def test_sarif_columns_are_code_points(tmp_path):
     assert run["columnKind"] == "unicodeCodePoints"
     region = run["results"][0]["locations"][0]["physicalLocation"]["region"]
     assert region["startColumn"] == 15
+
+
+def test_map_location_cpu_is_only_applied_where_it_changes_nothing(tmp_path):
+    """A whole model loaded then used on the GPU must not be moved to the CPU by --fix
+    (found on pytorch/examples word_language_model); straight into load_state_dict it is safe."""
+    from torchdoctor.scan import ScanOptions, scan_paths
+
+    src = tmp_path / "train.py"
+    src.write_text(
+        "import torch\n"
+        "model = torch.load('model.pt')\n"
+        "net.load_state_dict(torch.load('weights.pt'))\n"
+    )
+    result = scan_paths([str(src)], ScanOptions(), 1)
+    td101 = {f.line: f for f in result.findings if f.rule == "TD101"}
+    assert set(td101) == {2, 3}
+    assert td101[2].edit is None
+    assert td101[3].edit is not None

@@ -190,7 +190,7 @@ def _fixed(src: str) -> str:
 
 
 def test_fix_torch_load_adds_both_arguments():
-    new = _fixed("import torch\nsd = torch.load(\n    path,  # the file\n)\n")
+    new = _fixed("import torch\nnet.load_state_dict(torch.load(\n    path,  # the file\n))\n")
     assert 'torch.load(\n    path, map_location="cpu", weights_only=True,  # the file\n)' in new
     ast.parse(new)
 

@@ -304,6 +304,9 @@ class Analyzer(ast.NodeVisitor):
         self.param_loop_vars: set[str] = set()
         self.skip_nodes: set[int] = set()
         self.placed: set[int] = set()  # calls moved right away: `torch.arange(n).to(x.device)`
+        # torch.load calls passed straight to load_state_dict, which copies every tensor onto
+        # the module's own device: only there is map_location="cpu" a behaviour-free fix.
+        self.into_load_state_dict: set[int] = set()
 
     # ------------------------------------------------------------------ positions and output
     def _offset(self, line: int, col_bytes: int) -> int:
@@ -552,6 +555,8 @@ class Analyzer(ast.NodeVisitor):
         fname = func.id if isinstance(func, ast.Name) else None
         if attr in PLACING_METHODS:
             self.placed.add(id(func.value))  # type: ignore[union-attr]
+        if attr == "load_state_dict":
+            self.into_load_state_dict.update(id(a) for a in node.args)
         if attr == "cuda" and id(node) not in self.skip_nodes:
             self._cuda_call(node, func)  # type: ignore[arg-type]
         elif attr in ("DataParallel",) or fname == "DataParallel":
@@ -648,13 +653,18 @@ class Analyzer(ast.NodeVisitor):
             key=lambda n: (n.end_lineno, n.end_col_offset),  # type: ignore[attr-defined]
         )
         if "map_location" not in kw and len(node.args) < 2:
-            target = DEVICE_VARIABLE if self.device_in_scope(node) else '"cpu"'
+            if self.device_in_scope(node):
+                target, edit = DEVICE_VARIABLE, True
+            else:
+                # "cpu" would move a whole pickled model (or tensors used as they are) off the
+                # GPU the program expects: only safe straight into load_state_dict.
+                target, edit = '"cpu"', id(node) in self.into_load_state_dict
             self.report(
                 "TD101",
                 node,
                 "`torch.load` without `map_location` fails on a CPU machine for a GPU-saved file",
                 f"torch.load(…, map_location={target})",
-                self.insert_after(last, f", map_location={target}"),
+                self.insert_after(last, f", map_location={target}") if edit else None,
             )
         if "weights_only" not in kw:
             # torch refuses weights_only=True next to an explicit pickle_module.
