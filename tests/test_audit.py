@@ -97,6 +97,7 @@ def test_import_torchdoctor_stays_torch_free():
     assert r.returncode == 0 and r.stdout.strip() == "True", r.stderr
 
 
+@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")
 def test_scripted_child_is_noted_and_no_hook_is_left_behind():
     model = nn.Sequential(nn.Linear(2, 2), torch.jit.script(nn.Linear(2, 2)))
     findings = torchdoctor.audit(model, torch.ones(1, 2))
