@@ -19,34 +19,18 @@ import click
 
 from . import __version__
 from .cli_types import (
-    FiniteFloat,
+    check_selection_options,
     check_writable,
     report_format_options,
     resolve_format,
+    selected_ids,
     use_color,
     write_or_usage_error,
 )
 
-EXPECT = ("auto", "cpu", "cuda", "mps")
 FORMATS = ("text", "json", "markdown", "junit")
 EXIT_USAGE = 2
 EXIT_INTERNAL = 3
-
-
-def _split_ids(values: tuple[str, ...]) -> list[str]:
-    return [v.strip() for raw in values for v in raw.split(",") if v.strip()]
-
-
-def _validate_ids(ids: list[str], option: str) -> None:
-    from .checks import by_id
-
-    known = by_id()
-    unknown = [i for i in ids if i not in known]
-    if unknown:
-        raise click.BadParameter(
-            f"unknown check id {', '.join(map(repr, unknown))}; valid ids: {', '.join(known)}",
-            param_hint=option,
-        )
 
 
 class LazyGroup(click.Group):
@@ -91,37 +75,17 @@ def list_checks(as_json: bool) -> None:
 
 
 @cli.command("check")
-@click.option(
-    "--expect",
-    type=click.Choice(EXPECT),
-    default="auto",
-    show_default=True,
-    help="What the environment should provide; 'cuda' fails without a usable GPU.",
+@check_selection_options(
+    "checks", "What the environment should provide; 'cuda' fails without a usable GPU."
 )
 @report_format_options(FORMATS, "Also write the report to FILE.")
 @click.option("-v", "--verbose", is_flag=True, help="Show every check's details and remedies.")
-@click.option("--only", multiple=True, metavar="ID[,ID]", help="Run only these checks.")
-@click.option("--skip", multiple=True, metavar="ID[,ID]", help="Do not run these checks.")
-@click.option(
-    "--fail-on",
-    type=click.Choice(["warn", "fail"]),
-    default="fail",
-    show_default=True,
-    help="Lowest status that makes the exit code 1 (error counts as fail).",
-)
 @click.option(
     "--python",
     "python",
     type=click.Path(exists=True, dir_okay=False),
     default=None,
     help="Diagnose the environment of this interpreter (a venv, a conda env).",
-)
-@click.option(
-    "--timeout",
-    type=FiniteFloat(min=1, max=3600),
-    default=60.0,
-    show_default=True,
-    help="Seconds the torch probe may take before it is killed.",
 )
 @click.option(
     "--facts",
@@ -140,16 +104,6 @@ def list_checks(as_json: bool) -> None:
     "--redact",
     is_flag=True,
     help="Remove home paths, user/host names, GPU UUIDs and serials from the report.",
-)
-@click.option(
-    "--no-smoke", is_flag=True, help="Skip the smoke tests that run torch on each device."
-)
-@click.option(
-    "--smoke-size",
-    type=click.Choice(["quick", "full"]),
-    default="quick",
-    show_default=True,
-    help="How long the smoke tests run.",
 )
 def check(
     expect: str,
@@ -175,11 +129,7 @@ def check(
     from .render import RENDERERS
 
     fmt = resolve_format(fmt, as_json)
-    only_ids, skip_ids = _split_ids(only), _split_ids(skip)
-    _validate_ids(only_ids, "--only")
-    _validate_ids(skip_ids, "--skip")
-    if only_ids and not set(only_ids) - set(skip_ids):
-        raise click.UsageError("--only and --skip together leave no check to run")
+    only_ids, skip_ids = selected_ids(only, skip)
     check_writable(output, "--output")
     check_writable(dump_facts, "--dump-facts")
     if facts_file is not None:

@@ -72,3 +72,72 @@ def resolve_format(fmt: str | None, as_json: bool) -> str:
     if as_json and fmt not in (None, "json"):
         raise click.UsageError(f"--json conflicts with --format {fmt}")
     return "json" if as_json else (fmt or "text")
+
+
+EXPECT = ("auto", "cpu", "cuda", "mps")
+
+
+def check_selection_options(scope: str, expect_help: str):
+    """What to run and how to judge it, for `check` and for `dist`'s node checks."""
+    options = [
+        click.option(
+            "--expect",
+            type=click.Choice(EXPECT),
+            default="auto",
+            show_default=True,
+            help=expect_help,
+        ),
+        click.option("--only", multiple=True, metavar="ID[,ID]", help=f"Run only these {scope}."),
+        click.option("--skip", multiple=True, metavar="ID[,ID]", help=f"Do not run these {scope}."),
+        click.option(
+            "--fail-on",
+            type=click.Choice(["warn", "fail"]),
+            default="fail",
+            show_default=True,
+            help="Lowest status that makes the exit code 1 (error counts as fail).",
+        ),
+        click.option(
+            "--timeout",
+            type=FiniteFloat(min=1, max=3600),
+            default=60.0,
+            show_default=True,
+            help="Seconds each torch probe phase (facts, smoke test) may take before it is killed.",
+        ),
+        click.option(
+            "--no-smoke", is_flag=True, help="Skip the smoke tests that run torch on each device."
+        ),
+        click.option(
+            "--smoke-size",
+            type=click.Choice(["quick", "full"]),
+            default="quick",
+            show_default=True,
+            help="How long the smoke tests run.",
+        ),
+    ]
+
+    def decorate(fn):
+        for option in reversed(options):
+            fn = option(fn)
+        return fn
+
+    return decorate
+
+
+def selected_ids(only: tuple[str, ...], skip: tuple[str, ...]) -> tuple[list[str], list[str]]:
+    """--only/--skip values (repeatable, comma-separated) checked against the check ids."""
+    from .checks import by_id
+
+    known = by_id()
+    chosen = []
+    for values, option in ((only, "--only"), (skip, "--skip")):
+        ids = [v.strip() for raw in values for v in raw.split(",") if v.strip()]
+        if unknown := [i for i in ids if i not in known]:
+            raise click.BadParameter(
+                f"unknown check id {', '.join(map(repr, unknown))}; valid ids: {', '.join(known)}",
+                param_hint=option,
+            )
+        chosen.append(ids)
+    only_ids, skip_ids = chosen
+    if only_ids and not set(only_ids) - set(skip_ids):
+        raise click.UsageError("--only and --skip together leave no check to run")
+    return only_ids, skip_ids

@@ -9,6 +9,8 @@ from pathlib import Path
 import click
 
 from ..cli_types import (
+    check_selection_options,
+    selected_ids,
     FiniteFloat,
     check_writable,
     report_format_options,
@@ -17,7 +19,6 @@ from ..cli_types import (
     write_or_usage_error,
 )
 
-from ..cli import EXPECT, _split_ids, _validate_ids
 from . import fleet
 from .bandwidth import parse_sizes
 from .launch import LaunchError, export_for_env_rendezvous, from_env
@@ -53,33 +54,8 @@ def _sizes(ctx: click.Context, param: click.Parameter, value: str | None) -> lis
     show_default=True,
     help="Deadline in seconds for the rendezvous and each collective.",
 )
-@click.option(
-    "--timeout",
-    type=FiniteFloat(min=1, max=3600),
-    default=60.0,
-    show_default=True,
-    help="Deadline for each host's torch probe.",
-)
-@click.option(
-    "--expect",
-    type=click.Choice(EXPECT),
-    default="auto",
-    show_default=True,
-    help="What each host must provide (as for check).",
-)
-@click.option("--only", multiple=True, metavar="ID[,ID]", help="Run only these node checks.")
-@click.option("--skip", multiple=True, metavar="ID[,ID]", help="Do not run these node checks.")
+@check_selection_options("node checks", "What each host must provide (as for check).")
 @click.option("--no-checks", is_flag=True, help="Skip the node checks; collectives only.")
-@click.option(
-    "--no-smoke", is_flag=True, help="Skip the per-device smoke tests of the node checks."
-)
-@click.option(
-    "--smoke-size",
-    type=click.Choice(["quick", "full"]),
-    default="quick",
-    show_default=True,
-    help="How long the smoke tests run.",
-)
 @click.option("--no-bandwidth", is_flag=True, help="Skip the bus bandwidth measurements.")
 @click.option(
     "--sizes",
@@ -101,13 +77,6 @@ def _sizes(ctx: click.Context, param: click.Parameter, value: str | None) -> lis
     default=fleet.SLOW_RATIO,
     show_default=True,
     help="Flag a rank whose bandwidth is below this fraction of the fleet median.",
-)
-@click.option(
-    "--fail-on",
-    type=click.Choice(["warn", "fail"]),
-    default="fail",
-    show_default=True,
-    help="Lowest status that makes the exit code 1.",
 )
 @report_format_options(
     tuple(sorted(RENDERERS)), "Rank 0 also writes the fleet JSON document (every rank's report) to FILE."
@@ -147,9 +116,7 @@ def dist(
     rank exits with the same code.
     """
     fmt = resolve_format(fmt, as_json)
-    only_ids, skip_ids = _split_ids(only), _split_ids(skip)
-    _validate_ids(only_ids, "--only")
-    _validate_ids(skip_ids, "--skip")
+    only_ids, skip_ids = selected_ids(only, skip)
     check_writable(output, "--output")
     color = use_color(sys.stdout) and fmt == "text"
     if replay:

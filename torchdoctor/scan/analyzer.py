@@ -30,50 +30,15 @@ CUDA_ONLY_LIBS = frozenset(
 PREDICATE_CALL = re.compile(r"^_?(check|is|has|assert|expect|require|skip)", re.I)
 SKIP_CALL_WORD = re.compile(r"skip|exit|abort", re.I)
 
-TENSOR_FACTORIES = frozenset(
-    [
-        "zeros",
-        "ones",
-        "empty",
-        "randn",
-        "rand",
-        "randint",
-        "randperm",
-        "arange",
-        "tensor",
-        "full",
-        "eye",
-        "linspace",
-        "logspace",
-        "as_tensor",
-        "from_numpy",
-        "normal",
-        "Tensor",
-        "FloatTensor",
-        "LongTensor",
-        "IntTensor",
-        "BoolTensor",
-        "DoubleTensor",
-        "HalfTensor",
-        "ByteTensor",
-    ]
-)
-FORWARD_FACTORIES = frozenset(
-    [
-        "zeros",
-        "ones",
-        "empty",
-        "randn",
-        "rand",
-        "randint",
-        "randperm",
-        "arange",
-        "tensor",
-        "full",
-        "eye",
-        "linspace",
-    ]
-)
+# Factories that take device= and are the usual way to make a tensor inside forward.
+FORWARD_FACTORIES = frozenset([
+    "zeros", "ones", "empty", "randn", "rand", "randint", "randperm", "arange", "tensor", "full",
+    "eye", "linspace",
+])  # fmt: skip
+TENSOR_FACTORIES = FORWARD_FACTORIES | frozenset([
+    "logspace", "as_tensor", "from_numpy", "normal", "Tensor", "FloatTensor", "LongTensor",
+    "IntTensor", "BoolTensor", "DoubleTensor", "HalfTensor", "ByteTensor",
+])  # fmt: skip
 # torch.<name>_like exists for these only (no arange_like, tensor_like, eye_like…).
 LIKE_FACTORIES = frozenset(["zeros", "ones", "empty", "rand", "randn", "randint", "full"])
 PLACING_METHODS = frozenset(["to", "type_as", "cuda"])
