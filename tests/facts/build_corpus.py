@@ -260,9 +260,9 @@ def torch_missing() -> dict[str, Any]:
     return f
 
 
-def torch_import_error() -> dict[str, Any]:
-    f = base()
-    f["torch"] = {
+def cudnn_import_error() -> dict[str, Any]:
+    """What the probe records when `import torch` cannot find the cuDNN wheel's library."""
+    return {
         "status": "import_error",
         "error": {
             "type": "ImportError",
@@ -270,6 +270,11 @@ def torch_import_error() -> dict[str, Any]:
             "traceback": "",
         },
     }
+
+
+def torch_import_error() -> dict[str, Any]:
+    f = base()
+    f["torch"] = cudnn_import_error()
     return f
 
 
@@ -401,14 +406,7 @@ def cudnn_wheel_missing() -> dict[str, Any]:
     """nvidia-cudnn-cu13 was uninstalled (a dependency resolver 'fixed' a conflict): no import."""
     f = h100_wheels()
     del f["packages"]["nvidia_wheels"]["nvidia-cudnn-cu13"]
-    f["torch"] = {
-        "status": "import_error",
-        "error": {
-            "type": "ImportError",
-            "message": "libcudnn.so.9: cannot open shared object file: No such file or directory",
-            "traceback": "",
-        },
-    }
+    f["torch"] = cudnn_import_error()
     return f
 
 
