@@ -38,6 +38,17 @@ def failure_of(facts: Facts, device: str) -> dict[str, Any] | None:
     return dig(facts, "smoke.failures", {}).get(device)
 
 
+def device_part(facts: Facts, device: str, part: str) -> tuple[dict[str, Any] | None, str | None]:
+    """One device's record of one smoke part (transfer, memory…), or why there is none: the
+    device failed as a whole, the part raised, or nothing came back."""
+    failure = failure_of(facts, device)
+    data = (dig(facts, "smoke.devices", {}).get(device) or {}).get(part)
+    if failure or not data or data.get("error"):
+        why = failure or {"message": (data or {}).get("error", "no result")}
+        return None, failure_text(device, why)
+    return data, None
+
+
 def failure_text(device: str, failure: dict[str, Any]) -> str:
     kind = failure.get("kind")
     if kind == "exception":

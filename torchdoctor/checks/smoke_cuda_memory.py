@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..facts import Facts, dig
 from ..model import Remedy, Status, Verdict, verdict
 from .common import Context
-from .smoke_common import accelerators, device_remedy, failure_of, failure_text, not_run
+from .smoke_common import accelerators, device_part, device_remedy, not_run
 
 ID = "smoke.cuda_memory"
 TITLE = "Accelerator memory and synchronisation"
@@ -22,17 +22,13 @@ def check(facts: Facts, ctx: Context) -> Verdict:
     accels = [d for d in accelerators(facts) if d.startswith("cuda") or d == "mps"]
     if not accels:
         return verdict(Status.SKIP, "no CUDA or MPS device: nothing to synchronise or free")
-    devices = dig(facts, "smoke.devices", {})
     contexts = {m["index"]: m.get("context_s") for m in dig(facts, "torch.cuda_init.memory", [])}
     fails, remedies, parts, rows = [], [], [], {}
     warns: list[str] = []
     for device in accels:
-        failure = failure_of(facts, device)
-        mem = (devices.get(device) or {}).get("memory")
-        if failure or not mem or mem.get("error"):
-            fails.append(
-                failure_text(device, failure or {"message": (mem or {}).get("error", "no result")})
-            )
+        mem, problem = device_part(facts, device, "memory")
+        if problem:
+            fails.append(problem)
             remedies.append(device_remedy(device, facts))
             continue
         row = {k: mem.get(k) for k in ("sync_us", "empty_cache_us", "block_mib", "returned_mib")}

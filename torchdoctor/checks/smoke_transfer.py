@@ -8,7 +8,7 @@ from ..data import compat
 from ..facts import Facts, dig
 from ..model import Remedy, Status, Verdict, verdict
 from .common import Context, nvml_gpus
-from .smoke_common import accelerators, device_remedy, failure_of, failure_text, not_run
+from .smoke_common import accelerators, device_part, device_remedy, not_run
 
 ID = "smoke.transfer"
 TITLE = "Host-device transfers"
@@ -68,18 +68,14 @@ def check(facts: Facts, ctx: Context) -> Verdict:
     accels = accelerators(facts)
     if not accels:
         return verdict(Status.SKIP, "no accelerator: nothing to transfer to")
-    devices = dig(facts, "smoke.devices", {})
     fails: list[str] = []
     warns: list[str] = []
     remedies: list[Remedy] = []
     rows: dict[str, Any] = {}
     for device in accels:
-        failure = failure_of(facts, device)
-        t = (devices.get(device) or {}).get("transfer")
-        if failure or not t or t.get("error"):
-            fails.append(
-                failure_text(device, failure or {"message": (t or {}).get("error", "no result")})
-            )
+        t, problem = device_part(facts, device, "transfer")
+        if problem:
+            fails.append(problem)
             remedies.append(device_remedy(device, facts))
             continue
         rows[device] = {k: v for k, v in t.items() if k.endswith("_gbps")}
