@@ -127,15 +127,18 @@ done
 
 # --- 3. build Dockerfile.cpu ----------------------------------------------------------------
 log "building Dockerfile.cpu on localhost/td-base:$SUITE"
-"${B[@]}" bud --quiet --isolation chroot --network host -f "$REPO/Dockerfile.cpu" \
-  --build-arg BASE_IMAGE=localhost/td-base:"$SUITE" \
-  --build-arg TORCH_VERSION="$TORCH_VERSION" \
-  --build-arg TORCH_INDEX_URL="$INDEX" \
-  --build-arg PIP_INDEX_URL="$INDEX" \
-  -t localhost/torchdoctor:cpu-test "$REPO" >"$WORK/build.log" 2>&1 || {
-  tail -30 "$WORK/build.log" >&2
-  die "buildah bud failed"
+build_image() { # DOCKERFILE TAG LOG: build on the local base from the local index
+  "${B[@]}" bud --quiet --isolation chroot --network host -f "$REPO/$1" \
+    --build-arg BASE_IMAGE=localhost/td-base:"$SUITE" \
+    --build-arg TORCH_VERSION="$TORCH_VERSION" \
+    --build-arg TORCH_INDEX_URL="$INDEX" \
+    --build-arg PIP_INDEX_URL="$INDEX" \
+    -t "$2" "$REPO" >"$WORK/$3" 2>&1 || {
+    tail -30 "$WORK/$3" >&2
+    die "buildah bud -f $1 failed"
+  }
 }
+build_image Dockerfile.cpu localhost/torchdoctor:cpu-test build.log
 "${B[@]}" inspect --type image localhost/torchdoctor:cpu-test >"$WORK/image.json"
 "${B[@]}" images --format '{{.Name}}:{{.Tag}} {{.Size}}' | sed 's/^/  image: /' >&2
 
@@ -199,15 +202,7 @@ EOF
 # without a GPU. SKIP_CUDA_IMAGE=1 leaves it out.
 if [ "${SKIP_CUDA_IMAGE:-0}" != 1 ]; then
   log "building Dockerfile.cuda (the local CPU wheel standing in for the CUDA one)"
-  "${B[@]}" bud --quiet --isolation chroot --network host -f "$REPO/Dockerfile.cuda" \
-    --build-arg BASE_IMAGE=localhost/td-base:"$SUITE" \
-    --build-arg TORCH_VERSION="$TORCH_VERSION" \
-    --build-arg TORCH_INDEX_URL="$INDEX" \
-    --build-arg PIP_INDEX_URL="$INDEX" \
-    -t localhost/torchdoctor:cuda-test "$REPO" >"$WORK/build-cuda.log" 2>&1 || {
-    tail -30 "$WORK/build-cuda.log" >&2
-    die "buildah bud -f Dockerfile.cuda failed"
-  }
+  build_image Dockerfile.cuda localhost/torchdoctor:cuda-test build-cuda.log
   "${B[@]}" inspect --type image localhost/torchdoctor:cuda-test >"$WORK/image-cuda.json"
   ctr=$("${B[@]}" from localhost/torchdoctor:cuda-test)
   set +e
