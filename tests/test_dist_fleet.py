@@ -17,9 +17,9 @@ import pytest
 
 from torchdoctor import engine
 from torchdoctor.checks.common import Context
-from torchdoctor.dist import bandwidth, fleet, launch
-from torchdoctor.dist.render import render_text
-from torchdoctor.dist.worker import apply_override, within
+from torchdoctor.cluster import bandwidth, fleet, launch
+from torchdoctor.cluster.render import render_text
+from torchdoctor.cluster.worker import apply_override, within
 
 from .conftest import REPO, load_facts, run_cli
 
@@ -301,8 +301,8 @@ def test_within_gives_up_on_a_call_that_does_not_return():
 
 def test_the_fleet_side_never_imports_torch():
     code = (
-        "import sys, torchdoctor.cli, torchdoctor.dist.fleet, torchdoctor.dist.render, "
-        "torchdoctor.dist.worker; assert 'torch' not in sys.modules, 'torch imported'"
+        "import sys, torchdoctor.cli, torchdoctor.cluster.fleet, torchdoctor.cluster.render, "
+        "torchdoctor.cluster.worker; assert 'torch' not in sys.modules, 'torch imported'"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO, timeout=60)
 

@@ -116,7 +116,9 @@ def _rank_accounting(records: list[Record], missing: list[Record], world: int) -
     if outside := sorted(r for r in seen if not (isinstance(r, int) and 0 <= r < world)):
         problems.append(f"rank(s) {outside} outside 0..{world - 1}")
     if absent := sorted(set(range(world)) - seen):
-        problems.append(f"rank(s) {absent[:8]}{' …' if len(absent) > 8 else ''} absent from the report")
+        problems.append(
+            f"rank(s) {absent[:8]}{' …' if len(absent) > 8 else ''} absent from the report"
+        )
     return "; ".join(problems) or None
 
 
@@ -558,7 +560,11 @@ def reaggregate(doc: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
             f"fleet schema_version {doc.get('schema_version')}; this torchdoctor reads "
             f"{FLEET_SCHEMA_VERSION}"
         )
-    if not isinstance(doc.get("ranks"), list) or not doc["ranks"] or int(doc.get("world_size", 0)) < 1:
+    if (
+        not isinstance(doc.get("ranks"), list)
+        or not doc["ranks"]
+        or int(doc.get("world_size", 0)) < 1
+    ):
         raise ValueError("the fleet report holds no ranks")
     return aggregate(
         doc["ranks"], doc["world_size"], doc.get("missing"), meta=doc.get("meta"), **kwargs

@@ -9,16 +9,15 @@ from pathlib import Path
 import click
 
 from ..cli_types import (
-    check_selection_options,
-    selected_ids,
     FiniteFloat,
+    check_selection_options,
     check_writable,
     report_format_options,
     resolve_format,
+    selected_ids,
     use_color,
     write_or_usage_error,
 )
-
 from . import fleet
 from .bandwidth import parse_sizes
 from .launch import LaunchError, export_for_env_rendezvous, from_env
@@ -79,7 +78,8 @@ def _sizes(ctx: click.Context, param: click.Parameter, value: str | None) -> lis
     help="Flag a rank whose bandwidth is below this fraction of the fleet median.",
 )
 @report_format_options(
-    tuple(sorted(RENDERERS)), "Rank 0 also writes the fleet JSON document (every rank's report) to FILE."
+    tuple(sorted(RENDERERS)),
+    "Rank 0 also writes the fleet JSON document (every rank's report) to FILE.",
 )
 @click.option("-v", "--verbose", is_flag=True, help="Show every finding's details.")
 @click.option(
@@ -127,7 +127,7 @@ def dist(
                 fail_on=fail_on,
             )
             text = RENDERERS[fmt](doc, verbose, color)  # rendering reads the same recorded fields
-        except Exception as exc:  # noqa: BLE001 - any malformed recorded file is a usage error
+        except Exception as exc:
             raise click.BadParameter(
                 f"cannot replay {replay!r}: {exc}", param_hint="--replay"
             ) from exc

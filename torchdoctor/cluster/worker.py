@@ -19,6 +19,7 @@ Test-only hooks (read here and nowhere else; never set them in production):
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
@@ -134,10 +135,8 @@ class Worker:
 
     def _set(self, key: str, value: str) -> None:
         if self.store is not None:
-            try:
+            with contextlib.suppress(Exception):  # the side channel is best effort
                 self.store.set(KEY + key, value)
-            except Exception:  # noqa: BLE001 - the side channel is best effort
-                pass
 
     def _get(self, key: str) -> str | None:
         try:
@@ -160,7 +159,7 @@ class Worker:
         )
         try:
             self.store, _, _ = within(self.T + GRACE_S, "rendezvous", next, it)
-        except Exception as exc:  # noqa: BLE001 - any failure here is the phase's finding
+        except Exception as exc:
             raise PhaseFailed("rendezvous", f"{type(exc).__name__}: {exc}") from exc
         self._set(f"host/{self.launch.rank}", self.launch.host)
         self.mark("rendezvous")
@@ -182,7 +181,7 @@ class Worker:
                 keys,
                 timedelta(seconds=self.T),
             )
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise PhaseFailed("rendezvous", f"not every rank arrived: {exc}") from exc
         can = {r: self._get(f"can/{r}") for r in range(self.launch.world_size)}
         lacking = sorted(r for r, v in can.items() if v != "nccl")
@@ -233,7 +232,7 @@ class Worker:
                     timeout=pg_timeout,
                 )
             )
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise PhaseFailed("init", f"{type(exc).__name__}: {exc}") from exc
 
     def describe(self) -> None:
@@ -312,7 +311,7 @@ class Worker:
                 timeout=timedelta(seconds=timeout_s),
                 wait_all_ranks=True,
             )
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise PhaseFailed(before, f"barrier: {exc}") from exc
 
     def _sync(self) -> None:
@@ -330,7 +329,7 @@ class Worker:
         t0 = time.perf_counter()
         try:
             ok, summary = within(self.T, name, fn)
-        except Exception as exc:  # noqa: BLE001 - a collective that raises or hangs ends the run
+        except Exception as exc:
             self.record["collectives"][name] = {"status": "error", "summary": str(exc)}
             raise PhaseFailed("collectives", f"{name}: {exc}") from exc
         self.record["collectives"][name] = {
@@ -415,7 +414,7 @@ class Worker:
             ]
             ops: dict[str, Callable[[], Any]] = {
                 "all_reduce": lambda buf=buf: dist.all_reduce(buf),
-                "all_gather": lambda c=chunk, b=buf: dist.all_gather(c, b[: numel // n]),
+                "all_gather": lambda c=chunk, b=buf, k=numel // n: dist.all_gather(c, b[:k]),
                 "broadcast": lambda buf=buf: dist.broadcast(buf, src=0),
                 "sendrecv": lambda p=p2p: [w.wait() for w in dist.batch_isend_irecv(p)],
             }
@@ -423,7 +422,7 @@ class Worker:
                 what = f"{op} {bw.human_bytes(numel * 4)}"
                 try:
                     seconds = within(self.T, what, timed, fn)
-                except Exception as exc:  # noqa: BLE001
+                except Exception as exc:
                     raise PhaseFailed("bandwidth", f"{what}: {exc}") from exc
                 self.record["bandwidth"].append(bw.measure(op, numel * 4, seconds, n))
 
@@ -444,7 +443,7 @@ class Worker:
                 dst=0,
                 group=self.ctl,
             )
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise PhaseFailed("gather", str(exc)) from exc
         return [json.loads(p) for p in out] if out is not None else None
 
@@ -460,7 +459,7 @@ class Worker:
                 src=0,
                 group=self.ctl,
             )
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise PhaseFailed("finish", str(exc)) from exc
         return int(box[0])
 
@@ -480,7 +479,9 @@ class Worker:
                 "collective_timeout_s": self.T,
                 "duration_s": round(time.monotonic() - self.t0, 3),
                 # A report shaped by a test hook must say so: it is not a real fleet's state.
-                "test_hooks": {v: os.environ[v] for v in (HANG_RANK_VAR, OVERRIDE_VAR) if v in os.environ},
+                "test_hooks": {
+                    v: os.environ[v] for v in (HANG_RANK_VAR, OVERRIDE_VAR) if v in os.environ
+                },
             },
         )
         sys.stdout.write(RENDERERS[o.fmt](doc, o.verbose, o.color and o.fmt == "text"))
@@ -557,10 +558,8 @@ class Worker:
         except PhaseFailed as exc:
             return self.fail(exc)
         self.mark("done")
-        try:
+        with contextlib.suppress(Exception):  # we are leaving anyway
             within(GRACE_S, "destroy_process_group", dist.destroy_process_group)
-        except Exception:  # noqa: BLE001 - we are leaving anyway
-            pass
         return code
 
 
