@@ -60,13 +60,25 @@ def cli() -> None:
 
 
 @cli.command("list-checks")
-@click.option("--json", "as_json", is_flag=True, help="Print the list as JSON.")
-def list_checks(as_json: bool) -> None:
-    """List the ids and titles of every check."""
+@click.option(
+    "--format", "fmt", type=click.Choice(("text", "json")), default=None, help="Output format."
+)
+@click.option("--json", "as_json", is_flag=True, help="Short for --format json.")
+def list_checks(fmt: str | None, as_json: bool) -> None:
+    """List every check: id, title, the accelerator it is about, and its documentation page."""
     from .checks import ALL
+    from .docs import check_url
 
-    rows = [{"id": m.ID, "title": m.TITLE} for m in ALL]
-    if as_json:
+    rows = [
+        {
+            "id": m.ID,
+            "title": m.TITLE,
+            "accelerator": getattr(m, "ACCELERATOR", None),
+            "doc": check_url(m.ID),
+        }
+        for m in ALL
+    ]
+    if resolve_format(fmt, as_json) == "json":
         click.echo(json.dumps(rows, indent=2))
         return
     width = max(len(r["id"]) for r in rows)

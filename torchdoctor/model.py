@@ -9,6 +9,8 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
+from .docs import check_url
+
 
 class Status(str, enum.Enum):
     PASS = "pass"
@@ -72,6 +74,7 @@ class CheckResult:
             "details": self.details,
             "remedies": [r.to_dict() for r in self.remedies],
             "duration_s": round(self.duration_s, 6),
+            "doc": check_url(self.id),
         }
 
 

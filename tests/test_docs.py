@@ -1,0 +1,39 @@
+"""Every public id has its documentation page, and the links torchdoctor prints point at it."""
+
+from __future__ import annotations
+
+import json
+
+from torchdoctor import docs
+from torchdoctor.checks import ALL
+
+from .conftest import REPO, run_cli
+
+DOCS = REPO / "docs"
+
+
+def test_every_check_id_has_a_page():
+    missing = [m.ID for m in ALL if not (DOCS / docs.check_page(m.ID)).is_file()]
+    assert not missing, f"checks without a page under docs/: {missing}"
+
+
+def test_every_check_page_is_for_a_check_that_exists():
+    ids = {m.ID for m in ALL}
+    stale = [p.stem for p in (DOCS / "checks").glob("*.md") if p.stem not in ids]
+    assert not stale, f"pages for checks that do not exist: {stale}"
+
+
+def test_list_checks_json_gives_each_id_its_doc_page():
+    rows = json.loads(run_cli("list-checks", "--format", "json").stdout)
+    assert [r["id"] for r in rows] == [m.ID for m in ALL]
+    for row in rows:
+        assert row["doc"].startswith(docs.DOCS_BASE + "/")
+        page = row["doc"][len(docs.DOCS_BASE) + 1 :]
+        assert (DOCS / page).is_file(), row
+
+
+def test_each_check_page_names_its_id_and_says_how_to_silence_it():
+    for m in ALL:
+        text = (DOCS / docs.check_page(m.ID)).read_text(encoding="utf-8")
+        assert text.startswith(f"# `{m.ID}`"), m.ID
+        assert "**Silence:**" in text, m.ID
