@@ -21,6 +21,7 @@ from . import __version__
 from .cli_types import (
     check_selection_options,
     check_writable,
+    finding_selection,
     report_format_options,
     resolve_format,
     selected_ids,
@@ -126,6 +127,8 @@ def check(
     only: tuple[str, ...],
     skip: tuple[str, ...],
     fail_on: str,
+    select: tuple[str, ...],
+    ignore: tuple[str, ...],
     python: str | None,
     timeout: float,
     facts_file: str | None,
@@ -142,6 +145,7 @@ def check(
 
     fmt = resolve_format(fmt, as_json)
     only_ids, skip_ids = selected_ids(only, skip)
+    selection = finding_selection("check", select, ignore)
     check_writable(output, "--output")
     check_writable(dump_facts, "--dump-facts")
     if facts_file is not None:
@@ -165,7 +169,9 @@ def check(
     if dump_facts:
         write_or_usage_error(dump_facts, "--dump-facts", lambda p: facts_mod.dump(facts, p))
     ctx = Context(expect=expect, smoke=not no_smoke)
-    report = engine.diagnose(facts, ctx, engine.select(only_ids, skip_ids), fail_on=fail_on)
+    report = engine.diagnose(
+        facts, ctx, engine.select(only_ids, skip_ids), fail_on=fail_on, selection=selection
+    )
     doc = report.to_dict()
     render = RENDERERS[fmt]
     click.echo(render(doc, verbose, use_color(sys.stdout) and fmt == "text"), nl=False)

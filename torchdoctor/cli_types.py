@@ -9,6 +9,8 @@ from pathlib import Path
 
 import click
 
+from .findings import FAIL_ON, FAIL_ON_ALIASES
+
 
 def write_or_usage_error(path: str, option: str, write: Callable[[str], object]) -> None:
     """Run ``write(path)``; a failure (disk full, /proc file) is a usage error, exit 2."""
@@ -77,6 +79,36 @@ def resolve_format(fmt: str | None, as_json: bool) -> str:
 EXPECT = ("auto", "cpu", "cuda", "mps")
 
 
+def selection_options() -> list:
+    """--select/--ignore, spelled the same on every command; [tool.torchdoctor] adds to them."""
+    return [
+        click.option(
+            "--select",
+            multiple=True,
+            metavar="ID[,ID]",
+            help="Report only findings with these ids (or id prefixes).",
+        ),
+        click.option(
+            "--ignore",
+            multiple=True,
+            metavar="ID[,ID]",
+            help="Silence findings with these ids (or id prefixes); they are counted, not shown.",
+        ),
+    ]
+
+
+def finding_selection(command: str, select: tuple[str, ...], ignore: tuple[str, ...]):
+    """The command line's --select/--ignore merged with pyproject.toml's [tool.torchdoctor]."""
+    from . import config
+    from .findings import Selection
+
+    try:
+        from_file = config.selection(command, config.load())
+    except config.ConfigError as exc:
+        raise click.UsageError(f"pyproject.toml: {exc}") from None
+    return from_file.merged(Selection(config.split_ids(select), config.split_ids(ignore)))
+
+
 def check_selection_options(scope: str, expect_help: str):
     """What to run and how to judge it, for `check` and for `dist`'s node checks."""
     options = [
@@ -91,11 +123,13 @@ def check_selection_options(scope: str, expect_help: str):
         click.option("--skip", multiple=True, metavar="ID[,ID]", help=f"Do not run these {scope}."),
         click.option(
             "--fail-on",
-            type=click.Choice(["warn", "fail"]),
-            default="fail",
+            type=click.Choice([*FAIL_ON, *FAIL_ON_ALIASES]),
+            default="error",
             show_default=True,
-            help="Lowest status that makes the exit code 1 (error counts as fail).",
+            help="Lowest finding level that makes the exit code 1 ('fail'/'warn': the same as "
+            "'error'/'warning').",
         ),
+        *selection_options(),
         click.option(
             "--timeout",
             type=FiniteFloat(min=1, max=3600),

@@ -11,6 +11,7 @@ from . import __version__
 from .checks import ALL
 from .checks.common import Context
 from .facts import Facts
+from .findings import Selection, normalise_fail_on
 from .model import CheckResult, Remedy, Report, Status, Verdict
 
 NO_FIX = Remedy(
@@ -54,7 +55,18 @@ def select(only: Iterable[str] = (), skip: Iterable[str] = ()) -> list[ModuleTyp
 
 
 def diagnose(
-    facts: Facts, ctx: Context, modules: list[ModuleType], fail_on: str = "fail"
+    facts: Facts,
+    ctx: Context,
+    modules: list[ModuleType],
+    fail_on: str = "error",
+    selection: Selection | None = None,
 ) -> Report:
     checks = [run_check(m, facts, ctx) for m in modules]
-    return Report(__version__, ctx.expect, checks, facts, fail_on=fail_on)
+    return Report(
+        __version__,
+        ctx.expect,
+        checks,
+        facts,
+        fail_on=normalise_fail_on(fail_on),
+        selection=selection or Selection(),
+    )

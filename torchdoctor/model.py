@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .docs import check_url
+from .findings import Finding, Selection, envelope, exit_code, level_rank, split
 
 
 class Status(str, enum.Enum):
@@ -78,7 +79,7 @@ class CheckResult:
         }
 
 
-SCHEMA_VERSION = 1
+LEVEL_OF_STATUS = {Status.WARN: "warning", Status.FAIL: "error", Status.ERROR: "error"}
 
 
 @dataclass
@@ -87,12 +88,34 @@ class Report:
     expect: str
     checks: list[CheckResult]
     facts: dict[str, Any]
-    fail_on: str = "fail"
+    fail_on: str = "error"
+    selection: Selection = field(default_factory=Selection)
+
+    def all_findings(self) -> list[Finding]:
+        """One finding per check that did not pass or skip (its id is the check's)."""
+        return [
+            Finding(
+                id=c.id,
+                level=LEVEL_OF_STATUS[c.status],
+                message=c.summary,
+                subject=c.id,
+                remedies=[r.to_dict() for r in c.remedies],
+                details={"status": c.status.value, "title": c.title},
+                doc=check_url(c.id),
+            )
+            for c in self.checks
+            if c.status in LEVEL_OF_STATUS
+        ]
+
+    def findings(self) -> tuple[list[Finding], int]:
+        """The findings kept after --select/--ignore, and how many were silenced."""
+        return split(self.all_findings(), self.selection)
 
     @property
     def status(self) -> Status:
-        """Overall: the worst of pass/warn/fail, with error counted as fail."""
-        worst = max((c.status.rank for c in self.checks), default=0)
+        """Overall: the worst of pass/warn/fail over the findings kept (error counts as fail)."""
+        kept, _ = self.findings()
+        worst = max((level_rank(f.level) for f in kept), default=0)
         return {0: Status.PASS, 1: Status.WARN, 2: Status.FAIL}[worst]
 
     def summary(self) -> dict[str, int]:
@@ -102,16 +125,18 @@ class Report:
         return counts
 
     def exit_code(self) -> int:
-        threshold = Status(self.fail_on).rank
-        return 1 if any(c.status.rank >= threshold for c in self.checks) else 0
+        return exit_code(self.findings()[0], self.fail_on)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "schema_version": SCHEMA_VERSION,
-            "tool": {"name": "torchdoctor", "version": self.tool_version},
-            "status": self.status.value,
-            "expect": self.expect,
-            "summary": self.summary(),
-            "checks": [c.to_dict() for c in self.checks],
-            "facts": self.facts,
-        }
+        kept, silenced = self.findings()
+        return envelope(
+            "check",
+            kept,
+            silenced=silenced,
+            fail_on=self.fail_on,
+            summary_extra=self.summary(),
+            status=self.status.value,
+            expect=self.expect,
+            checks=[c.to_dict() for c in self.checks],
+            facts=self.facts,
+        )

@@ -12,6 +12,7 @@ from ..cli_types import (
     FiniteFloat,
     check_selection_options,
     check_writable,
+    finding_selection,
     report_format_options,
     resolve_format,
     selected_ids,
@@ -104,6 +105,8 @@ def dist(
     iters: int | None,
     slow_ratio: float,
     fail_on: str,
+    select: tuple[str, ...],
+    ignore: tuple[str, ...],
     fmt: str | None,
     as_json: bool,
     output: str | None,
@@ -117,6 +120,7 @@ def dist(
     """
     fmt = resolve_format(fmt, as_json)
     only_ids, skip_ids = selected_ids(only, skip)
+    selection = finding_selection("dist", select, ignore)
     check_writable(output, "--output")
     color = use_color(sys.stdout) and fmt == "text"
     if replay:
@@ -163,6 +167,7 @@ def dist(
             iters=iters,
             slow_ratio=slow_ratio,
             fail_on=fail_on,
+            selection=selection,
             fmt=fmt,
             verbose=verbose,
             output=output,

@@ -19,6 +19,7 @@ from typing import Any
 from .. import __version__
 from ..data import compat
 from ..facts import dig
+from ..findings import normalise_fail_on
 from ..model import Status
 from .bandwidth import human_bytes
 
@@ -502,7 +503,7 @@ def aggregate(
     missing: list[Record] | None = None,
     *,
     slow_ratio: float = SLOW_RATIO,
-    fail_on: str = "fail",
+    fail_on: str = "error",
     meta: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Every rank's record (and the ranks that did not answer) -> the fleet report document."""
@@ -523,7 +524,9 @@ def aggregate(
         *_check_findings(reports, hosts),
     ]
     counts = Counter(f["status"] for f in findings)
-    threshold = Status(fail_on).rank
+    # --fail-on speaks finding levels (error/warning/note/never) on every command.
+    fail_on = normalise_fail_on(fail_on)
+    threshold = {"error": 2, "warning": 1, "note": 1, "never": 3}[fail_on]
     return {
         "schema_version": FLEET_SCHEMA_VERSION,
         "kind": "torchdoctor.fleet",

@@ -32,6 +32,7 @@ from datetime import timedelta
 from typing import Any
 
 from ..facts import GatherOptions
+from ..findings import Selection
 from . import bandwidth as bw
 from . import fleet
 from .launch import Launch
@@ -60,7 +61,8 @@ class DistOptions:
     sizes: list[int] | None = None
     iters: int | None = None
     slow_ratio: float = fleet.SLOW_RATIO
-    fail_on: str = "fail"
+    fail_on: str = "error"
+    selection: Selection = field(default_factory=Selection)  # --select/--ignore on node checks
     fmt: str = "text"
     verbose: bool = False
     output: str | None = None
@@ -293,7 +295,9 @@ class Worker:
                 )
             )
             ctx = Context(expect=o.expect, smoke=o.smoke)
-            report = engine.diagnose(facts, ctx, engine.select(o.only, o.skip), fail_on=o.fail_on)
+            report = engine.diagnose(
+                facts, ctx, engine.select(o.only, o.skip), fail_on=o.fail_on, selection=o.selection
+            )
             self.record["report"] = report.to_dict()
         except Exception as exc:  # noqa: BLE001 - a broken gather is this rank's finding
             self.record["errors"].append(
