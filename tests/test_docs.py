@@ -37,3 +37,13 @@ def test_each_check_page_names_its_id_and_says_how_to_silence_it():
         text = (DOCS / docs.check_page(m.ID)).read_text(encoding="utf-8")
         assert text.startswith(f"# `{m.ID}`"), m.ID
         assert "**Silence:**" in text, m.ID
+
+
+def test_every_scan_rule_has_a_page_with_a_real_example():
+    from torchdoctor.scan.rules import RULES
+
+    for rule in RULES:
+        page = DOCS / docs.scan_rule_page(rule.id)
+        assert page.is_file(), f"scan rule {rule.id} has no page"
+        text = page.read_text(encoding="utf-8")
+        assert text.startswith(f"# `{rule.id}`") and f" {rule.id} " in text, rule.id
