@@ -28,6 +28,7 @@ from .cli_types import (
     use_color,
     write_or_usage_error,
 )
+from .interpreter import PythonParam
 
 FORMATS = ("text", "json", "markdown", "junit")
 EXIT_USAGE = 2
@@ -96,9 +97,10 @@ def list_checks(fmt: str | None, as_json: bool) -> None:
 @click.option(
     "--python",
     "python",
-    type=click.Path(exists=True, dir_okay=False),
+    type=PythonParam(),
     default=None,
-    help="Diagnose the environment of this interpreter (a venv, a conda env).",
+    help="Diagnose this Python: an interpreter, a venv or conda directory, or a command on PATH "
+    "(default: torchdoctor's own if it has torch, else the activated environment's or PATH's).",
 )
 @click.option(
     "--facts",
@@ -154,14 +156,21 @@ def check(
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint="--facts") from exc
     else:
+        from . import interpreter
+
+        choice = interpreter.choose(python, timeout_s=min(timeout, interpreter.ASK_TIMEOUT_S))
         opts = facts_mod.GatherOptions(
-            python=python or sys.executable,
+            python=choice.python,
             timeout_s=timeout,
             smoke=not no_smoke,
             smoke_size=smoke_size,
             smoke_timeout_s=timeout,
+            interpreter=choice.to_facts(),
         )
         facts = facts_mod.gather(opts)
+        why = interpreter.not_a_python(facts["probe"]["torch"], facts["platform"])
+        if python and why:
+            raise click.BadParameter(f"{python!r}: {why}", param_hint="--python")
     if redact:
         from .redact import redact as redact_doc
 

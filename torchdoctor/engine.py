@@ -7,7 +7,7 @@ import traceback
 from collections.abc import Iterable
 from types import ModuleType
 
-from . import __version__
+from . import __version__, externally_managed
 from .checks import ALL
 from .checks.common import Context
 from .facts import Facts
@@ -35,6 +35,7 @@ def run_check(module: ModuleType, facts: Facts, ctx: Context) -> CheckResult:
     t0 = time.perf_counter()
     try:
         v = _within_expectation(module, ctx, module.check(facts, ctx))
+        v.remedies = externally_managed.adapt(v.remedies, facts)
         result = CheckResult(module.ID, module.TITLE, v.status, v.summary, v.details, v.remedies)
     except Exception as exc:  # noqa: BLE001 - one broken check must not lose the report
         result = CheckResult(

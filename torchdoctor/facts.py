@@ -33,7 +33,7 @@ Facts = dict[str, Any]
 # Top-level sections of a facts record; each is a JSON object.
 SECTIONS = (
     "collected", "env", "nvml", "host", "platform", "packages", "torch", "smoke", "probe",
-    "toolchain", "container",
+    "toolchain", "container", "interpreter",
 )  # fmt: skip
 
 
@@ -55,6 +55,8 @@ class GatherOptions:
     smoke_size: str = "quick"
     smoke_timeout_s: float = 60.0
     extra_probe_args: list[str] = field(default_factory=list)
+    # Which interpreter was examined and why (interpreter.Choice.to_facts()).
+    interpreter: dict[str, Any] | None = None
 
 
 def torch_facts_from_run(run: ProbeRun) -> dict[str, Any]:
@@ -141,6 +143,8 @@ def gather(opts: GatherOptions) -> Facts:
         "toolchain": toolchain_job.result(TOOLCHAIN_TIMEOUT_S, "toolchain"),
         "container": container.gather(),
     }
+    if opts.interpreter is not None:
+        facts["interpreter"] = opts.interpreter
     probe.thread.join()
     run: ProbeRun = probe.value if probe.error is None else ProbeRun(status="not_started")
     if probe.error is not None:

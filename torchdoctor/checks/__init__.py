@@ -18,6 +18,7 @@ from . import (
     mps,
     platform,
     rocm,
+    shadowing,
     smoke_compute,
     smoke_cuda_memory,
     smoke_transfer,
@@ -30,6 +31,7 @@ from . import (
 ALL: list[ModuleType] = [
     platform,
     torch_install,
+    shadowing,
     torch_build,
     cuda_driver,
     cuda_available,

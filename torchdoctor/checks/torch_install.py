@@ -8,6 +8,7 @@ from typing import Any
 from ..data import compat
 from ..facts import Facts, dig
 from ..model import Remedy, Status, Verdict, verdict
+from . import other_pythons
 from .common import (
     Context,
     current_variant,
@@ -42,27 +43,36 @@ def _torch_and_nvidia_wheels(facts: Facts) -> list[str]:
     return [*installed_family(facts), *(n for n in nvidia if n != "nvidia-ml-py")]
 
 
+# The last torch release with Intel macOS wheels (compat-tables.md): newer ones do not install.
+INTEL_MAC_RELEASE = "2.2"
+
+
 def _missing(facts: Facts, ctx: Context) -> Verdict:
     variant, release = _install_choice(facts)
+    release = release or compat.newest_release()
     why = (
         f"an NVIDIA driver {dig(facts, 'nvml.driver_version')} is present, so the {variant} build fits"
         if variant != "cpu"
         else "no NVIDIA GPU is visible, so the CPU build (a few hundred MB, not several GB) fits"
     )
+    index = f" --index-url {compat.INDEX_URL.format(variant=variant)}"
     if dig(facts, "platform.system") == "Darwin":
-        why, cmd = (
-            "on macOS the PyPI wheel includes MPS support",
-            f"{python_cmd(facts)} install torch",
+        intel = dig(facts, "platform.machine") == "x86_64"
+        release = INTEL_MAC_RELEASE if intel else release
+        why = (
+            f"torch {release} is the last release with Intel macOS wheels"
+            if intel
+            else "on macOS the PyPI wheel includes MPS support"
         )
-    elif variant == "cpu" or release in (None, compat.newest_release()):
-        cmd = f"{python_cmd(facts)} install torch --index-url {compat.INDEX_URL.format(variant=variant)}"
-    else:
-        cmd = f"{python_cmd(facts)} install 'torch=={release}.*' --index-url {compat.INDEX_URL.format(variant=variant)}"
+        index = ""
+    cmd = f"{python_cmd(facts)} install 'torch=={release}.*'{index}"
+    remedies = [Remedy(f"Install torch {release}: {why}.", (cmd,))]
+    elsewhere = other_pythons.remedy(facts)
     return verdict(
         Status.FAIL,
         f"torch is not installed for {dig(facts, 'platform.executable', 'this Python')}",
-        {"error": dig(facts, "torch.error")},
-        [Remedy(f"Install torch: {why}.", (cmd,))],
+        {"error": dig(facts, "torch.error"), "looked_at": other_pythons.looked_at(facts)},
+        remedies + ([elsewhere] if elsewhere else []),
     )
 
 

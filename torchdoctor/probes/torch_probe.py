@@ -15,6 +15,7 @@ exactly which stage never finished.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import platform
@@ -28,6 +29,7 @@ import warnings
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import accel_probe
 import libs_probe
+import locate
 
 _OUT = sys.stdout
 
@@ -82,6 +84,11 @@ def platform_facts():
         "base_prefix": getattr(sys, "base_prefix", sys.prefix),
         "in_venv": sys.prefix != getattr(sys, "base_prefix", sys.prefix),
         "conda_prefix": os.environ.get("CONDA_PREFIX"),
+        # pip refuses to install into this interpreter (PEP 668): remedies must use a venv.
+        "externally_managed": locate.externally_managed(),
+        "ensurepip": importlib.util.find_spec("ensurepip") is not None,  # Debian: python3-venv
+        # What `import torch` gets in a script run from the user's directory, if not torch.
+        "torch_shadows": locate.find_torch(sys.path[1:], locate.user_cwd())["shadows"],
         "wsl": "microsoft" in release or os.path.exists("/proc/sys/fs/binfmt_misc/WSLInterop"),
         "libc": " ".join(platform.libc_ver()).strip() if uname.system == "Linux" else None,
     }
@@ -147,6 +154,9 @@ def package_facts():
 
 def import_torch():
     t0 = time.perf_counter()
+    where = locate.find_torch(sys.path[1:])
+    if where["torch"] and where["shadows"]:  # a torch.py on PYTHONPATH must not fool the probe
+        sys.meta_path.insert(0, locate.InstalledTorchFinder(where["torch"]["entry"]))
     import torch
 
     return {

@@ -24,6 +24,24 @@ def headline(doc: dict[str, Any]) -> str:
     return f"torchdoctor {doc['tool']['version']} — {torch}, Python {py}, {where} (expect: {doc['expect']})"
 
 
+def examined(doc: dict[str, Any]) -> str | None:
+    """Which Python the report is about, when it is not simply torchdoctor's own."""
+    i = doc.get("facts", {}).get("interpreter") or {}
+    if not isinstance(i, dict) or (i.get("source") in (None, "self") and not i.get("candidates")):
+        return None
+    if i.get("source") == "--python":
+        return f"Python examined: {i.get('python')} (named with --python)"
+    source = "torchdoctor's own" if i.get("source") == "self" else i.get("source")
+    line = f"Python examined: {i.get('python')} ({source}): {i.get('reason')}"
+    asked = i.get("candidates") if isinstance(i.get("candidates"), list) else []
+    others = [c for c in asked if isinstance(c, dict) and c.get("python") != i.get("python")]
+    if others:
+        line += "; also looked at " + ", ".join(
+            f"{c.get('source')} {c.get('python')}" for c in others
+        )
+    return line
+
+
 def closing(doc: dict[str, Any]) -> str:
     s = doc["summary"]
     parts = [

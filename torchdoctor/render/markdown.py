@@ -6,7 +6,7 @@ from typing import Any
 
 from tabulate import tabulate
 
-from .common import MARKS, closing, flatten, headline
+from .common import MARKS, closing, examined, flatten, headline
 
 
 def render(doc: dict[str, Any], verbose: bool = False, color: bool = False) -> str:
@@ -17,6 +17,7 @@ def render(doc: dict[str, Any], verbose: bool = False, color: bool = False) -> s
     out = [
         f"### {headline(doc)}",
         "",
+        *[f"{line}\n" for line in filter(None, [examined(doc)])],
         tabulate(rows, ["", "check", "status", "summary"], tablefmt="github"),
         "",
     ]

@@ -6,7 +6,7 @@ from typing import Any
 
 from tabulate import tabulate
 
-from .common import MARKS, closing, flatten, headline, smoke_rows
+from .common import MARKS, closing, examined, flatten, headline, smoke_rows
 
 COLORS = {"pass": "32", "warn": "33", "fail": "31", "error": "35", "skip": "2"}
 
@@ -17,7 +17,7 @@ def _paint(text: str, status: str, color: bool) -> str:
 
 def render(doc: dict[str, Any], verbose: bool = False, color: bool = False) -> str:
     width = max((len(c["id"]) for c in doc["checks"]), default=10)
-    lines = [headline(doc), ""]
+    lines = [headline(doc), *filter(None, [examined(doc)]), ""]
     for c in doc["checks"]:
         mark = _paint(MARKS[c["status"]], c["status"], color)
         lines.append(f" {mark} {c['id']:<{width}}  {c['summary']}")

@@ -1,0 +1,28 @@
+"""When no Python torchdoctor looked at has torch: name them, and how to point it at another."""
+
+from __future__ import annotations
+
+from ..facts import Facts, dig
+from ..model import Remedy
+
+PYTHON_OPTION = "torchdoctor check --python /path/to/env"
+
+
+def looked_at(facts: Facts) -> list[str]:
+    """'source (path)' for every interpreter discovery asked, torchdoctor's own first."""
+    own = dig(facts, "interpreter.own")
+    asked = dig(facts, "interpreter.candidates", [])
+    named = [f"torchdoctor's own ({own})"] if own else []
+    return named + [f"{c.get('source')} ({c.get('python')})" for c in asked if isinstance(c, dict)]
+
+
+def remedy(facts: Facts) -> Remedy | None:
+    """Only when torchdoctor chose the interpreter itself: a --python the user gave is theirs."""
+    if dig(facts, "interpreter.source") in (None, "--python"):
+        return None
+    return Remedy(
+        f"torch was found in none of: {', '.join(looked_at(facts))}. If torch is installed in "
+        "another environment, name it with --python (an interpreter, a venv or conda "
+        "directory, or a command on PATH).",
+        (PYTHON_OPTION,),
+    )

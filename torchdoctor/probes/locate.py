@@ -1,0 +1,122 @@
+"""Where torch would come from, without importing it: the installed copy, and anything hiding it.
+
+Standard library only, and importable three ways: by torchdoctor itself (its own interpreter), as a
+sibling of torch_probe.py, and run as a script under another interpreter, which then prints one
+JSON event (``{"event": "end", "stage": "locate", ...}``) in the torch probe's format.
+
+A ``torch.py`` or ``torch/`` package in the directory a script runs from (or in a PYTHONPATH entry)
+is imported instead of the installed torch. It is told apart from a real installation by what an
+installer leaves: distribution metadata beside it, or the compiled ``torch._C`` extension inside.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import sys
+import sysconfig
+from importlib.machinery import PathFinder
+
+
+def _spec(entry):
+    try:
+        return PathFinder.find_spec("torch", [entry])
+    except (ImportError, OSError, ValueError):
+        return None
+
+
+def _installed(entry, spec):
+    """Did an installer put this torch here (metadata beside it, or a built torch._C inside)?"""
+    meta = ("torch-*.dist-info", "torch-*.egg-info", "torch.egg-info")
+    beside = (os.path.join(glob.escape(entry), pattern) for pattern in meta)
+    inside = (os.path.join(glob.escape(d), "_C.*") for d in spec.submodule_search_locations or [])
+    return any(glob.glob(pattern) for pattern in (*beside, *inside))
+
+
+def _shadow(entry, spec, via):
+    package = bool(spec.submodule_search_locations)
+    if spec.origin in (None, "namespace"):  # a bare folder: a namespace package
+        path, kind = next(iter(spec.submodule_search_locations)), "namespace"
+    else:
+        path = os.path.dirname(spec.origin) if package else spec.origin
+        kind = "package" if package else "module"
+    return {"path": os.path.abspath(path), "kind": kind, "via": via}
+
+
+def find_torch(entries, cwd=None):
+    """The installed torch among ``entries`` (sys.path minus the script's own folder), and the
+    shadows a user's script started in ``cwd`` would import first, in the order it meets them.
+
+    A namespace folder only wins when no regular torch exists anywhere (PEP 420), so it is a
+    shadow only then.
+    """
+    path = [(cwd, "cwd")] if cwd else []
+    path += [(os.path.abspath(e or os.curdir), "sys.path") for e in entries]
+    found, shadows, namespaces, seen = None, [], [], set()
+    for entry, via in path:
+        if entry in seen or not os.path.isdir(entry):
+            continue
+        seen.add(entry)
+        spec = _spec(entry)
+        if spec is None:
+            continue
+        if spec.origin in (None, "namespace"):
+            namespaces.append(_shadow(entry, spec, via))
+        elif _installed(entry, spec):
+            found = {"origin": spec.origin, "entry": entry}
+            break
+        else:
+            shadows.append(_shadow(entry, spec, via))
+    if found is None and not shadows:
+        shadows = namespaces[:1]
+    return {"torch": found, "shadows": shadows}
+
+
+class InstalledTorchFinder:
+    """A meta-path finder that resolves ``import torch`` to the installed copy, so the probe
+    describes the real torch even when a shadow sits earlier on its path."""
+
+    def __init__(self, entry):
+        self.entry = entry
+
+    def find_spec(self, name, path=None, target=None):
+        return _spec(self.entry) if name == "torch" else None
+
+
+def externally_managed():
+    """The EXTERNALLY-MANAGED marker (PEP 668) that makes pip refuse to install, or None.
+
+    pip ignores the marker inside a virtual environment, and so do we.
+    """
+    if sys.prefix != getattr(sys, "base_prefix", sys.prefix):
+        return None
+    try:
+        marker = os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED")
+    except (KeyError, TypeError):
+        return None
+    return marker if os.path.isfile(marker) else None
+
+
+def user_cwd():
+    try:
+        return os.getcwd()
+    except OSError:  # run from a deleted directory: nothing there can shadow anything
+        return None
+
+
+def describe(cwd):
+    return {
+        "executable": sys.executable,
+        "prefix": sys.prefix,
+        "version": ".".join(map(str, sys.version_info[:3])),
+        "externally_managed": externally_managed(),
+        **find_torch(sys.path[1:], cwd),
+    }
+
+
+if __name__ == "__main__":
+    data = describe(user_cwd())
+    sys.stdout.write(json.dumps({"event": "end", "stage": "locate", "data": data}) + "\n")
+    sys.stdout.write(json.dumps({"event": "done"}) + "\n")
+    sys.stdout.flush()
