@@ -19,6 +19,7 @@ import click
 
 from . import __version__
 from .cli_types import (
+    PythonParam,
     check_selection_options,
     check_writable,
     finding_selection,
@@ -28,7 +29,6 @@ from .cli_types import (
     use_color,
     write_or_usage_error,
 )
-from .interpreter import PythonParam
 
 FORMATS = ("text", "json", "markdown", "junit")
 EXIT_USAGE = 2

@@ -32,6 +32,20 @@ class FiniteFloat(click.FloatRange):
         return number
 
 
+class PythonParam(click.ParamType):
+    """--python: an interpreter, a venv or conda directory, or a command on PATH; else exit 2."""
+
+    name = "PYTHON"
+
+    def convert(self, value, param, ctx):
+        from .interpreter import resolve  # only when --python is given: --version stays fast
+
+        try:
+            return resolve(str(value))
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+
 def check_writable(path: str | None, option: str) -> None:
     """Refuse an unwritable FILE up front (exit 2), before minutes of probing are spent."""
     if not path:

@@ -16,8 +16,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import click
-
 from .probes import locate
 
 LOCATE = str(Path(locate.__file__).resolve())
@@ -78,16 +76,6 @@ def resolve(value: str) -> str:
     # absolute(), not resolve(): a venv's python is a symlink to the base interpreter, and
     # following it would examine the base environment instead of the venv.
     return str(path.absolute())
-
-
-class PythonParam(click.ParamType):
-    name = "PYTHON"
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
-        try:
-            return resolve(str(value))
-        except ValueError as exc:
-            self.fail(str(exc), param, ctx)
 
 
 def not_a_python(probe: dict[str, Any], platform: dict[str, Any]) -> str | None:

@@ -13,7 +13,11 @@ def looked_at(facts: Facts) -> list[str]:
     own = dig(facts, "interpreter.own")
     asked = dig(facts, "interpreter.candidates", [])
     named = [f"torchdoctor's own ({own})"] if own else []
-    return named + [f"{c.get('source')} ({c.get('python')})" for c in asked if isinstance(c, dict)]
+    return named + [
+        f"{c.get('source')} ({c.get('python')}{', which did not answer' if c.get('error') else ''})"
+        for c in asked
+        if isinstance(c, dict)
+    ]
 
 
 def remedy(facts: Facts) -> Remedy | None:

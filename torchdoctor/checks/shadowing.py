@@ -26,9 +26,9 @@ def _renamed(path: str, kind: str) -> str:
 
 
 def _finding(shadow: dict, torch_found: bool) -> tuple[str, Remedy]:
-    path, kind = str(shadow.get("path")), shadow.get("kind")
+    path, kind, via = (str(shadow.get(k)) for k in ("path", "kind", "via"))
     what = {"module": "file", "package": "package", "namespace": "folder"}.get(kind, "file")
-    where = WHERE.get(shadow.get("via"), "on the path")
+    where = WHERE.get(via, "on the path")
     if kind == "namespace":
         effect = "`import torch` gives an empty namespace package (torch is not installed)"
     elif torch_found:

@@ -52,9 +52,13 @@ def find_torch(entries, cwd=None):
     shadow only then.
     """
     path = [(cwd, "cwd")] if cwd else []
-    path += [(os.path.abspath(e or os.curdir), "sys.path") for e in entries]
+    path += [(e or os.curdir, "sys.path") for e in entries]
     found, shadows, namespaces, seen = None, [], [], set()
     for entry, via in path:
+        try:
+            entry = os.path.abspath(entry)  # '' and '.' mean the working directory
+        except OSError:  # which may have been deleted
+            continue
         if entry in seen or not os.path.isdir(entry):
             continue
         seen.add(entry)

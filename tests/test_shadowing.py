@@ -1,0 +1,108 @@
+"""A torch.py or torch/ that hides the installed torch: found, named, and never fooling the probe."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from torchdoctor.checks import shadowing
+from torchdoctor.checks.common import Context
+from torchdoctor.model import Status
+from torchdoctor.probes.locate import find_torch
+
+from .conftest import needs_torch
+
+ONLY = "torch.install,torch.shadowing"
+
+
+def installed_torch(site: Path) -> Path:
+    """What pip leaves: the package and its metadata beside it."""
+    (site / "torch").mkdir(parents=True)
+    (site / "torch" / "__init__.py").write_text("__version__ = '2.13.0'\n")
+    (site / "torch-2.13.0.dist-info").mkdir()
+    return site / "torch" / "__init__.py"
+
+
+def test_torch_py_in_the_script_directory_shadows_the_installed_torch(tmp_path):
+    real = installed_torch(tmp_path / "site")
+    (tmp_path / "proj").mkdir()
+    (tmp_path / "proj" / "torch.py").write_text("x = 1\n")
+    found = find_torch([str(tmp_path / "site")], str(tmp_path / "proj"))
+    assert found["torch"]["origin"] == str(real)
+    assert found["shadows"] == [
+        {"path": str(tmp_path / "proj" / "torch.py"), "kind": "module", "via": "cwd"}
+    ]
+
+
+def test_torch_package_on_pythonpath_ahead_of_site_packages_is_a_shadow(tmp_path):
+    installed_torch(tmp_path / "site")
+    (tmp_path / "src" / "torch").mkdir(parents=True)
+    (tmp_path / "src" / "torch" / "__init__.py").write_text("")
+    found = find_torch([str(tmp_path / "src"), str(tmp_path / "site")])
+    assert found["shadows"] == [
+        {"path": str(tmp_path / "src" / "torch"), "kind": "package", "via": "sys.path"}
+    ]
+
+
+def test_folder_named_torch_hides_nothing_when_torch_is_installed(tmp_path):
+    # PEP 420: a folder without __init__.py loses to a regular package later on the path.
+    installed_torch(tmp_path / "site")
+    (tmp_path / "proj" / "torch").mkdir(parents=True)
+    assert find_torch([str(tmp_path / "site")], str(tmp_path / "proj"))["shadows"] == []
+    alone = find_torch([], str(tmp_path / "proj"))
+    assert alone["torch"] is None
+    assert alone["shadows"][0]["kind"] == "namespace"
+
+
+def test_pytorch_source_checkout_built_in_place_is_torch_not_a_shadow(tmp_path):
+    (tmp_path / "pytorch" / "torch").mkdir(parents=True)
+    (tmp_path / "pytorch" / "torch" / "__init__.py").write_text("")
+    (tmp_path / "pytorch" / "torch" / "_C.cpython-311-x86_64-linux-gnu.so").write_bytes(b"")
+    found = find_torch([], str(tmp_path / "pytorch"))
+    assert found["torch"]["entry"] == str(tmp_path / "pytorch")
+    assert found["shadows"] == []
+
+
+def test_shadowing_check_names_the_file_and_the_rename():
+    facts = {
+        "torch": {"status": "ok"},
+        "platform": {
+            "torch_shadows": [{"path": "/home/u/proj/torch.py", "kind": "module", "via": "cwd"}]
+        },
+    }
+    v = shadowing.check(facts, Context())
+    assert v.status == Status.FAIL
+    assert "/home/u/proj/torch.py in the current directory hides torch" in v.summary
+    assert v.remedies[0].commands == ("mv /home/u/proj/torch.py /home/u/proj/torch_local.py",)
+    assert shadowing.check({"platform": {"torch_shadows": []}}, Context()).status == Status.PASS
+    assert shadowing.check({"platform": {}}, Context()).status == Status.SKIP
+
+
+@needs_torch
+@pytest.mark.slow
+@pytest.mark.skipif(os.name != "posix", reason="a POSIX path list")
+def test_torch_py_in_cwd_on_pythonpath_is_reported_and_does_not_fool_the_probe(tmp_path):
+    """Reported: with a torch.py in the project and PYTHONPATH=., the probe imported the
+    project's file and torchdoctor said `import torch` failed."""
+    (tmp_path / "torch.py").write_text("raise SystemExit('the project torch.py was imported')\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "torchdoctor", "check", "--no-smoke", "--json", "--only", ONLY],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": "."},
+    )
+    checks = {c["id"]: c for c in json.loads(proc.stdout)["checks"]}
+    assert checks["torch.install"]["status"] == "pass", checks["torch.install"]
+    shadow = checks["torch.shadowing"]
+    assert shadow["status"] == "fail"
+    assert str(tmp_path / "torch.py") in shadow["summary"]
+    assert shadow["remedies"][0]["commands"] == [
+        f"mv {tmp_path / 'torch.py'} {tmp_path / 'torch_local.py'}"
+    ]
