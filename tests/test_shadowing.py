@@ -106,3 +106,23 @@ def test_torch_py_in_cwd_on_pythonpath_is_reported_and_does_not_fool_the_probe(t
     assert shadow["remedies"][0]["commands"] == [
         f"mv {tmp_path / 'torch.py'} {tmp_path / 'torch_local.py'}"
     ]
+
+
+@needs_torch
+@pytest.mark.slow
+@pytest.mark.skipif(os.name != "posix", reason="a POSIX path list")
+def test_inspect_with_torch_py_on_pythonpath_loads_with_the_installed_torch(tmp_path):
+    import torch
+
+    torch.save({"w": torch.zeros(2)}, tmp_path / "model.pt")
+    (tmp_path / "torch.py").write_text("raise SystemExit('the project torch.py was imported')\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "torchdoctor", "inspect", "model.pt", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": "."},
+    )
+    assert "the project torch.py was imported" not in proc.stdout + proc.stderr
+    assert proc.returncode == 0, proc.stdout[-2000:]

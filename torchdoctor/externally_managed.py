@@ -23,7 +23,7 @@ def _in_venv(remedy: Remedy, facts: Facts, marker: str) -> Remedy:
     setup = (
         [] if dig(facts, "platform.ensurepip", True) else [f"sudo apt install python{version}-venv"]
     )
-    setup.append(f"{shlex.quote(dig(facts, 'platform.executable', 'python3'))} -m venv {VENV}")
+    setup.append(f"{shlex.quote(str(dig(facts, 'platform.executable', 'python3')))} -m venv {VENV}")
     # In a fresh environment there is nothing to uninstall: keep the installs and other steps.
     kept = [
         c.replace(pip, f"{VENV}/bin/python -m pip", 1)

@@ -16,6 +16,7 @@ import sys
 import zipfile
 from collections import Counter
 
+import locate
 import pickle_scan
 from torch_probe import emit, stage
 
@@ -173,6 +174,7 @@ def load_weights_only(path, kind):
 def main(argv):
     path = argv[0]
     emit({"event": "hello", "pid": os.getpid(), "python": sys.executable})
+    locate.prefer_installed_torch()
     info = stage("file", detect, path)
     if info is None:
         emit({"event": "done"})

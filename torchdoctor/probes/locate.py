@@ -88,6 +88,14 @@ class InstalledTorchFinder:
         return _spec(self.entry) if name == "torch" else None
 
 
+def prefer_installed_torch():
+    """In a probe child, before ``import torch``: a torch.py that PYTHONPATH puts ahead of the
+    installed torch must not fool the probe (the script's own folder is sys.path[0])."""
+    where = find_torch(sys.path[1:])
+    if where["torch"] and where["shadows"]:
+        sys.meta_path.insert(0, InstalledTorchFinder(where["torch"]["entry"]))
+
+
 def externally_managed():
     """The EXTERNALLY-MANAGED marker (PEP 668) that makes pip refuse to install, or None.
 

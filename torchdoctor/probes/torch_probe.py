@@ -154,9 +154,7 @@ def package_facts():
 
 def import_torch():
     t0 = time.perf_counter()
-    where = locate.find_torch(sys.path[1:])
-    if where["torch"] and where["shadows"]:  # a torch.py on PYTHONPATH must not fool the probe
-        sys.meta_path.insert(0, locate.InstalledTorchFinder(where["torch"]["entry"]))
+    locate.prefer_installed_torch()
     import torch
 
     return {
