@@ -176,3 +176,17 @@ def test_own_python_with_torch_is_examined_without_asking_anyone(monkeypatch):
     monkeypatch.setattr(interpreter.locate, "find_torch", lambda *a: {"torch": {"origin": "x"}})
     choice = interpreter.choose(None, {"VIRTUAL_ENV": "/elsewhere", "PATH": ""})
     assert (choice.python, choice.source) == (sys.executable, "self")
+
+
+def test_only_a_program_that_never_spoke_the_probe_protocol_is_refused():
+    def facts(torch: dict, probe: dict) -> dict:
+        return {"platform": {}, "torch": torch, "probe": {"torch": probe}}
+
+    ls = facts({}, {"status": "failed", "returncode": 2, "stderr_tail": "ls: invalid option"})
+    assert "exit code 2: ls: invalid option" in interpreter.not_a_python(ls)
+    # Stand-ins that report a missing torch, hang or crash are findings, not bad usage.
+    assert interpreter.not_a_python(facts({"status": "missing"}, {"status": "ok"})) is None
+    assert interpreter.not_a_python(facts({}, {"status": "timeout"})) is None
+    assert interpreter.not_a_python(facts({}, {"status": "crashed", "signal": "SIGSEGV"})) is None
+    began = {"status": "failed", "unfinished_stage": "import"}
+    assert interpreter.not_a_python(facts({}, began)) is None

@@ -168,7 +168,7 @@ def check(
             interpreter=choice.to_facts(),
         )
         facts = facts_mod.gather(opts)
-        why = interpreter.not_a_python(facts["probe"]["torch"], facts["platform"])
+        why = interpreter.not_a_python(facts)
         if python and why:
             raise click.BadParameter(f"{python!r}: {why}", param_hint="--python")
     if redact:

@@ -78,10 +78,17 @@ def resolve(value: str) -> str:
     return str(path.absolute())
 
 
-def not_a_python(probe: dict[str, Any], platform: dict[str, Any]) -> str | None:
+def not_a_python(facts: dict[str, Any]) -> str | None:
     """Why a ``--python`` program is no Python, judged from the probe it ran: it said nothing
     the probe says and ended on its own (a hang or a crash is a finding, not bad usage)."""
-    if platform or probe.get("status") not in ("ok", "failed"):
+    probe = facts.get("probe", {}).get("torch", {})
+    spoke = (
+        facts.get("platform")
+        or facts.get("torch", {}).get("status") in ("ok", "missing", "import_error")
+        or probe.get("unfinished_stage")
+        or probe.get("stage_durations")
+    )
+    if spoke or probe.get("status") not in ("ok", "failed"):
         return None
     said = (probe.get("stderr_tail") or "").strip().splitlines()
     tail = f": {said[-1][:160]}" if said else ""
