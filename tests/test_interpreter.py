@@ -16,6 +16,7 @@ import pytest
 
 from torchdoctor import interpreter
 from torchdoctor.render import RENDERERS
+from torchdoctor.render.common import examined
 
 from .conftest import REPO, needs_torch, run_cli
 
@@ -89,6 +90,7 @@ def test_python_option_resolves_a_conda_dir_end_to_end(tmp_path):
         "reason": "named with --python",
         "own": sys.executable,
         "candidates": [],
+        "note": "",
     }
 
 
@@ -171,11 +173,20 @@ def test_no_python_with_torch_names_the_candidates_and_the_python_option(tmp_pat
     assert text.splitlines()[1].startswith(f"Python examined: {project_py} (VIRTUAL_ENV)")
 
 
-def test_own_python_with_torch_is_examined_without_asking_anyone(monkeypatch):
+@posix_only
+def test_own_python_with_torch_is_examined_and_an_activated_other_venv_is_named(
+    tmp_path, monkeypatch
+):
     monkeypatch.setattr(interpreter, "ask", lambda *a, **k: pytest.fail("asked a candidate"))
     monkeypatch.setattr(interpreter.locate, "find_torch", lambda *a: {"torch": {"origin": "x"}})
-    choice = interpreter.choose(None, {"VIRTUAL_ENV": "/elsewhere", "PATH": ""})
+    choice = interpreter.choose(None, {"PATH": ""})
+    assert (choice.python, choice.source, choice.note) == (sys.executable, "self", "")
+    make_venv(tmp_path / "project")
+    choice = interpreter.choose(None, {"VIRTUAL_ENV": str(tmp_path / "project"), "PATH": ""})
     assert (choice.python, choice.source) == (sys.executable, "self")
+    assert f"--python {tmp_path / 'project'}" in choice.note
+    doc = {"facts": {"interpreter": choice.to_facts()}}
+    assert examined(doc) == f"Python examined: {sys.executable}: {choice.note}"
 
 
 def test_only_a_program_that_never_spoke_the_probe_protocol_is_refused():

@@ -11,6 +11,7 @@ import click
 
 from .cli_types import (
     FiniteFloat,
+    PythonParam,
     check_writable,
     report_format_options,
     resolve_format,
@@ -165,9 +166,10 @@ def _apply_fixes(result, write: bool, show: bool) -> None:
 @click.option(
     "--python",
     "python",
-    type=click.Path(exists=True, dir_okay=False),
+    type=PythonParam(),
     default=None,
-    help="Read it with the torch of this interpreter (default: this one).",
+    help="Read it with the torch of this Python: an interpreter, a venv or conda directory, "
+    "or a command on PATH (default: this one).",
 )
 @click.option(
     "--timeout",

@@ -104,6 +104,7 @@ class Choice:
     source: str  # --python | self | VIRTUAL_ENV | CONDA_PREFIX | python3 on PATH | python on PATH
     reason: str
     candidates: list[dict[str, Any]] = field(default_factory=list)
+    note: str = ""  # an activated environment that is not the Python examined
 
     def to_facts(self) -> dict[str, Any]:
         return {
@@ -112,6 +113,7 @@ class Choice:
             "reason": self.reason,
             "own": sys.executable,
             "candidates": self.candidates,
+            "note": self.note,
         }
 
 
@@ -151,7 +153,9 @@ def choose(
         return Choice(option, "--python", "named with --python")
     own = sys.executable
     if locate.find_torch(sys.path)["torch"]:
-        return Choice(own, SELF, "torch is installed in torchdoctor's own Python")
+        return Choice(
+            own, SELF, "torch is installed in torchdoctor's own Python", note=_activated(environ)
+        )
     asked: list[dict[str, Any]] = []
     seen_prefix = {os.path.normcase(sys.prefix)}
     seen_exe = {os.path.abspath(own)}
@@ -174,6 +178,22 @@ def choose(
                 asked,
             )
     return _without_torch(own, asked)
+
+
+def _activated(environ: dict[str, str] | os._Environ) -> str:
+    """An activated environment other than torchdoctor's own: the user may expect that one."""
+    for var in ("VIRTUAL_ENV", "CONDA_PREFIX"):
+        env_dir = environ.get(var)
+        if env_dir and python_in(Path(env_dir)) and not _same_dir(env_dir, sys.prefix):
+            return f"{var} is {env_dir}; `torchdoctor check --python {env_dir}` examines it"
+    return ""
+
+
+def _same_dir(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 def _error(info: dict[str, Any]) -> dict[str, Any]:

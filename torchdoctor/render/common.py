@@ -27,8 +27,10 @@ def headline(doc: dict[str, Any]) -> str:
 def examined(doc: dict[str, Any]) -> str | None:
     """Which Python the report is about, when it is not simply torchdoctor's own."""
     i = doc.get("facts", {}).get("interpreter") or {}
-    if not isinstance(i, dict) or (i.get("source") in (None, "self") and not i.get("candidates")):
+    if not isinstance(i, dict):
         return None
+    if i.get("source") in (None, "self") and not i.get("candidates"):
+        return f"Python examined: {i.get('python')}: {i.get('note')}" if i.get("note") else None
     if i.get("source") == "--python":
         return f"Python examined: {i.get('python')} (named with --python)"
     source = "torchdoctor's own" if i.get("source") == "self" else i.get("source")
