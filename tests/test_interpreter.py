@@ -201,3 +201,16 @@ def test_only_a_program_that_never_spoke_the_probe_protocol_is_refused():
     assert interpreter.not_a_python(facts({}, {"status": "crashed", "signal": "SIGSEGV"})) is None
     began = {"status": "failed", "unfinished_stage": "import"}
     assert interpreter.not_a_python(facts({}, began)) is None
+
+
+def test_choosing_a_python_never_imports_torch_here(tmp_path):
+    code = (
+        "import sys\nfrom torchdoctor import interpreter\n"
+        f"c = interpreter.choose(None, {{'VIRTUAL_ENV': {str(tmp_path)!r}, 'PATH': ''}})\n"
+        "assert 'torch' not in sys.modules, 'torch was imported'\nprint(c.source)"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "self"
