@@ -154,15 +154,22 @@ def test_pipx_installed_torchdoctor_examines_the_activated_venv_that_has_torch(t
 
 
 @posix_only
-def test_no_python_with_torch_names_the_candidates_and_the_python_option(tmp_path):
+@pytest.mark.parametrize("source", ["VIRTUAL_ENV", "python3 on PATH"])
+def test_no_python_with_torch_names_the_candidates_and_the_python_option(tmp_path, source):
+    """Nothing has torch: examine where it would be installed (the activated venv, else PATH's
+    python3: never the pipx environment), list where torchdoctor looked, and say --python."""
     tool = tool_env(tmp_path)
-    project_py = make_venv(tmp_path / "project")  # activated, but without torch
-    env = {"VIRTUAL_ENV": str(tmp_path / "project"), "PATH": str(project_py.parent)}
+    project_py = make_venv(tmp_path / "project")  # without torch
+    env = {"PATH": str(project_py.parent)}
+    if source == "VIRTUAL_ENV":
+        env["VIRTUAL_ENV"] = str(tmp_path / "project")
+    else:
+        project_py = project_py.parent / "python3"
     proc = run_tool(tool, "check", "--no-smoke", "--json", env=env, cwd=tmp_path)
     assert proc.returncode == 1, proc.stderr
     doc = json.loads(proc.stdout)
     assert doc["facts"]["interpreter"]["python"] == str(project_py)  # where torch would go
-    assert [c["source"] for c in doc["facts"]["interpreter"]["candidates"]] == ["VIRTUAL_ENV"]
+    assert [c["source"] for c in doc["facts"]["interpreter"]["candidates"]] == [source]
     install = next(c for c in doc["checks"] if c["id"] == "torch.install")
     assert install["summary"] == f"torch is not installed for {project_py}"
     assert install["remedies"][0]["commands"][0].startswith(f"{project_py} -m pip install")
@@ -170,7 +177,7 @@ def test_no_python_with_torch_names_the_candidates_and_the_python_option(tmp_pat
     assert str(tool) in elsewhere["text"] and str(project_py) in elsewhere["text"]
     assert elsewhere["commands"] == ["torchdoctor check --python /path/to/env"]
     text = run_tool(tool, "check", "--no-smoke", env=env, cwd=tmp_path).stdout
-    assert text.splitlines()[1].startswith(f"Python examined: {project_py} (VIRTUAL_ENV)")
+    assert text.splitlines()[1].startswith(f"Python examined: {project_py} ({source})")
 
 
 @posix_only

@@ -10,6 +10,7 @@ the torch package without importing it, and the first that has torch is examined
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import sys
 from dataclasses import dataclass, field
@@ -41,13 +42,23 @@ def python_in(directory: Path) -> Path | None:
     """The interpreter of a venv or conda environment directory, or None."""
     for rel in IN_ENV_DIR:
         exe = directory / rel
-        if exe.is_file():
-            return exe
+        try:
+            if exe.is_file():
+                return exe
+        except OSError:  # an unreadable directory holds no interpreter we can run
+            return None
     return None
 
 
 def resolve(value: str) -> str:
     """``--python``'s value as an interpreter path; ValueError (one line) when it is not one."""
+    try:
+        return _resolve(value)
+    except OSError as exc:  # a directory we may not read, a name too long
+        raise ValueError(f"cannot use {value!r}: {exc.strerror or exc}") from exc
+
+
+def _resolve(value: str) -> str:
     path = Path(value).expanduser()
     if not path.exists() and os.sep not in value and (os.altsep or os.sep) not in value:
         found = shutil.which(value)
@@ -66,11 +77,8 @@ def resolve(value: str) -> str:
         raise ValueError(f"{value!r} does not exist")
     if not path.is_file() or not os.access(path, os.X_OK):
         raise ValueError(f"{value!r} is not an executable program, so not a Python interpreter")
-    try:
-        with open(path, "rb") as f:
-            head = f.read(4)
-    except OSError as exc:
-        raise ValueError(f"cannot read {value!r}: {exc.strerror or exc}") from exc
+    with open(path, "rb") as f:
+        head = f.read(4)
     if not head.startswith(PROGRAM_MAGIC):
         raise ValueError(f"{value!r} is not a Python interpreter (not a program or a script)")
     # absolute(), not resolve(): a venv's python is a symlink to the base interpreter, and
@@ -185,7 +193,7 @@ def _activated(environ: dict[str, str] | os._Environ) -> str:
     for var in ("VIRTUAL_ENV", "CONDA_PREFIX"):
         env_dir = environ.get(var)
         if env_dir and python_in(Path(env_dir)) and not _same_dir(env_dir, sys.prefix):
-            return f"{var} is {env_dir}; `torchdoctor check --python {env_dir}` examines it"
+            return f"{var} is {env_dir}; `torchdoctor check --python {shlex.quote(env_dir)}` examines it"
     return ""
 
 
