@@ -57,7 +57,7 @@ def find_torch(entries, cwd=None):
     for entry, via in path:
         try:
             entry = os.path.abspath(entry)  # '' and '.' mean the working directory
-        except OSError:  # which may have been deleted
+        except (OSError, TypeError):  # a deleted working directory; a non-path entry
             continue
         if entry in seen or not os.path.isdir(entry):
             continue
