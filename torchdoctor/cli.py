@@ -40,6 +40,7 @@ class LazyGroup(click.Group):
     `--version`, `list-checks` and the time before the probe starts short)."""
 
     LAZY: ClassVar[dict[str, str]] = {
+        "audit": "torchdoctor.cli_audit:audit_cmd",
         "dist": "torchdoctor.cluster.command:dist",
         "inspect": "torchdoctor.cli_scan:inspect_cmd",
         "scan": "torchdoctor.cli_scan:scan_cmd",

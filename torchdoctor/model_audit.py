@@ -22,16 +22,20 @@ from typing import Any
 import torch
 from torch import nn
 
+from .model import Remedy
+
 MAX_NAMES = 5
 
 
 @dataclass
 class AuditFinding:
     id: str
-    module: str  # dotted module path; "" is the model itself
+    module: str  # dotted module path (the finding's subject); "" is the model itself
     message: str
     devices: list[str] = field(default_factory=list)
     details: dict[str, Any] = field(default_factory=dict)
+    level: str = "error"  # error | warning | note
+    remedies: list[Remedy] = field(default_factory=list)
 
     def __str__(self) -> str:
         where = self.module or "<model>"
@@ -44,6 +48,8 @@ class AuditFinding:
             "message": self.message,
             "devices": self.devices,
             "details": self.details,
+            "level": self.level,
+            "remedies": [r.to_dict() for r in self.remedies],
         }
 
 
@@ -77,16 +83,27 @@ def _devices(tensors: Iterator[torch.Tensor] | list[torch.Tensor]) -> list[str]:
     return sorted({str(t.device) for t in tensors})
 
 
-def _placement(model: nn.Module) -> list[AuditFinding]:
+def tensors_by_device(model: nn.Module) -> dict[str, list[str]]:
+    """Parameter and buffer names grouped by the device they live on."""
     by_device: dict[str, list[str]] = {}
     for name, t in [*model.named_parameters(), *model.named_buffers()]:
         by_device.setdefault(str(t.device), []).append(name)
-    if len(by_device) <= 1:
-        return []
-    summary = "; ".join(
+    return by_device
+
+
+def names_by_device(by_device: dict[str, list[str]]) -> str:
+    """`cpu: 2 (a, b); meta: 1 (c)`, at most MAX_NAMES names per device."""
+    return "; ".join(
         f"{dev}: {len(names)} ({', '.join(names[:MAX_NAMES])}{', …' if len(names) > MAX_NAMES else ''})"
         for dev, names in sorted(by_device.items())
     )
+
+
+def _placement(model: nn.Module) -> list[AuditFinding]:
+    by_device = tensors_by_device(model)
+    if len(by_device) <= 1:
+        return []
+    summary = names_by_device(by_device)
     return [
         AuditFinding(
             "mixed-devices",
