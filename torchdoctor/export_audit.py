@@ -55,7 +55,7 @@ CAUSES = [
     (
         re.compile(
             r"unsupported|not supported|no decomposition|not implemented|no onnx function|"
-            r"DispatcherError|cannot be exported",
+            r"DispatcherError|cannot be exported|Error when translating node",
             re.I,
         ),
         "an operator the exporter does not support",
@@ -106,9 +106,12 @@ def _chain(exc: BaseException) -> list[BaseException]:
 
 
 def _receiver(frame) -> Any:
-    """The object a method runs on: its first argument, whatever it is called."""
+    """The object a frame's method runs on (its first argument, whatever it is called), or None
+    when the frame is not running a method of that object's class."""
     code = frame.f_code
-    return frame.f_locals.get(code.co_varnames[0]) if code.co_argcount else None
+    owner = frame.f_locals.get(code.co_varnames[0]) if code.co_argcount else None
+    method = getattr(type(owner), code.co_name, None)
+    return owner if getattr(method, "__code__", None) is code else None
 
 
 def _frames(exc: BaseException) -> list:
@@ -367,29 +370,31 @@ def _not_run(target: str, why: str) -> AuditFinding:
 def _mismatch(target: str, via: str, detail: dict[str, Any]) -> AuditFinding:
     if "error" in detail:
         what = f"does not run on {target}: {detail['error']}"
-    elif "problem" in detail:
-        what = f"returns {detail['problem']}" + (
-            f" for output {detail['output']}" if "output" in detail else ""
-        )
+        why = "A dtype or operator the target's runtime lacks is the usual cause."
+        fix = "Export the float32 model (model.float()), or replace the operator the error names."
     else:
-        what = (
-            f"differs from the eager model by up to {detail['max_abs_diff']:.3g} on output "
-            f"{detail['output']} ({detail['elements_beyond']} elements beyond the {detail['dtype']} "
-            f"tolerance atol={detail['atol']}, rtol={detail['rtol']})"
+        if "problem" in detail:
+            what = f"returns {detail['problem']}" + (
+                f" for output {detail['output']}" if "output" in detail else ""
+            )
+        else:
+            what = (
+                f"differs from the eager model by up to {detail['max_abs_diff']:.3g} on output "
+                f"{detail['output']} ({detail['elements_beyond']} elements beyond the "
+                f"{detail['dtype']} tolerance atol={detail['atol']}, rtol={detail['rtol']})"
+            )
+        why = (
+            "Python values (random numbers, counters, globals) and branches are frozen at "
+            "export time; the eager model recomputes them."
         )
+        fix = "Compute such values from tensors inside forward, or pass them as inputs."
     return AuditFinding(
         "export.mismatch",
         "",
-        f"the {via} program {what}. Python values (random numbers, counters, globals) and "
-        "branches are frozen at export time; the eager model recomputes them.",
+        f"the {via} program {what}. {why}",
         [target],
         {"via": via, "target": target, **detail},
-        remedies=[
-            Remedy(
-                "Compute such values from tensors inside forward, or pass them as inputs; "
-                "check the model's eval() behaviour."
-            )
-        ],
+        remedies=[Remedy(fix)],
     )
 
 

@@ -238,7 +238,7 @@ def hooks(model: nn.Module) -> list[AuditFinding]:
 def checklist(model: nn.Module, inputs: Any, target: str) -> list[AuditFinding]:
     return [
         *data_parallel(model),
-        *training_mode(model),
+        *training_mode(unwrap(model)),  # the wrapper is not exported: its mode is moot
         *mixed_devices(model),
         *input_device(model, inputs),
         *autocast(model, target),
