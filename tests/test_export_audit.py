@@ -148,7 +148,7 @@ def test_mixed_devices_named_by_device_and_the_failed_export_explained(via):
 def test_example_input_on_another_device_than_the_model(via):
     findings = torchdoctor.audit_export(Mlp().eval(), X.to("meta"), via=via)
     found = by_id(findings, "export.input-device")
-    assert found.details == {"model_device": "cpu", "inputs": {"input[0][0]": "meta"}}
+    assert found.details == {"model_device": "cpu", "inputs": {"args[0]": "meta"}}
     assert "x.to('cpu')" in found.remedies[0].text
 
 

@@ -462,7 +462,7 @@ def audit_export(
     args, kwargs = _as_args(example_inputs), dict(example_kwargs or {})
     phase = _Phases(on_phase)
     with phase("checklist"):
-        findings = checklist(model, (args, kwargs), target)
+        findings = checklist(model, args, kwargs, target)
     if via is None:
         return ExportAudit(findings, phase.timings)
     if via == "onnx" and missing_onnx_packages():

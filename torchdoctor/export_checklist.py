@@ -30,8 +30,8 @@ def _listed(names: list[str]) -> str:
     return shown + (f" and {len(names) - MAX_NAMES} more" if len(names) > MAX_NAMES else "")
 
 
-def flat_inputs(obj: Any, path: str = "input", depth: int = 0) -> list[tuple[str, torch.Tensor]]:
-    """(path, tensor) for each tensor in nested example inputs: `input[0]`, `input[1]['mask']`."""
+def flat_inputs(obj: Any, path: str, depth: int = 0) -> list[tuple[str, torch.Tensor]]:
+    """(path, tensor) for each tensor in nested inputs: `args[0]`, `args[1]['mask']`."""
     if isinstance(obj, torch.Tensor):
         return [(path, obj)]
     if depth >= 4:
@@ -41,6 +41,11 @@ def flat_inputs(obj: Any, path: str = "input", depth: int = 0) -> list[tuple[str
     if isinstance(obj, dict):
         return [p for k, v in obj.items() for p in flat_inputs(v, f"{path}[{k!r}]", depth + 1)]
     return []
+
+
+def named_inputs(args: tuple, kwargs: dict[str, Any]) -> list[tuple[str, torch.Tensor]]:
+    """Example input tensors by where they are passed: `args[0]`, `kwargs['mask']`."""
+    return flat_inputs(args, "args") + flat_inputs(kwargs, "kwargs")
 
 
 def unwrap(model: nn.Module) -> nn.Module:
@@ -128,11 +133,12 @@ def mixed_devices(model: nn.Module) -> list[AuditFinding]:
     ]
 
 
-def input_device(model: nn.Module, inputs: Any) -> list[AuditFinding]:
+def input_device(model: nn.Module, args: tuple, kwargs: dict) -> list[AuditFinding]:
     device = model_device(model)
     if device is None:
         return []
-    elsewhere = [(p, str(t.device)) for p, t in flat_inputs(inputs) if str(t.device) != device]
+    inputs = named_inputs(args, kwargs)
+    elsewhere = [(p, str(t.device)) for p, t in inputs if str(t.device) != device]
     if not elsewhere:
         return []
     listed = ", ".join(f"{p} on {d}" for p, d in elsewhere[:MAX_NAMES])
@@ -235,12 +241,12 @@ def hooks(model: nn.Module) -> list[AuditFinding]:
     ]
 
 
-def checklist(model: nn.Module, inputs: Any, target: str) -> list[AuditFinding]:
+def checklist(model: nn.Module, args: tuple, kwargs: dict, target: str) -> list[AuditFinding]:
     return [
         *data_parallel(model),
         *training_mode(unwrap(model)),  # the wrapper is not exported: its mode is moot
         *mixed_devices(model),
-        *input_device(model, inputs),
+        *input_device(model, args, kwargs),
         *autocast(model, target),
         *hooks(model),
     ]

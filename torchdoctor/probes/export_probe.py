@@ -99,14 +99,14 @@ def make_inputs(request, model):
 
 
 def describe(model, args, kwargs):
-    from torchdoctor.export_checklist import flat_inputs
+    from torchdoctor.export_checklist import named_inputs
 
     return {
         "type": type(model).__module__ + "." + type(model).__qualname__,
         "parameters": sum(p.numel() for p in model.parameters()),
         "inputs": {
             path: {"shape": list(t.shape), "dtype": str(t.dtype).replace("torch.", "")}
-            for path, t in flat_inputs((args, kwargs))
+            for path, t in named_inputs(args, kwargs)
         },
     }
 
