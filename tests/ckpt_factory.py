@@ -8,6 +8,8 @@
 - checkpoint.pt           {"model": state_dict, "optimizer": optimizer.state_dict(), "epoch": 3}
 - pickled_module.pt       torch.save(model): a pickled nn.Module, which weights_only refuses
 - legacy_cuda.pt          the old (pre-zip) format, CUDA-tagged
+- dp_state_dict.pt        nn.DataParallel(model).state_dict(): every key starts with `module.`
+- dp_checkpoint.pt        {"state_dict": that prefixed state dict, "epoch": 1}
 - weights.safetensors     written by hand (8-byte header length, JSON header, raw data)
 """
 
@@ -62,6 +64,9 @@ def main(out: Path) -> None:
     torch.save(m, out / "pickled_module.pt")
     save_as_cuda(m.state_dict(), out / "legacy_cuda.pt", _use_new_zipfile_serialization=False)
     safetensors(out / "weights.safetensors")
+    wrapped = nn.DataParallel(m).state_dict()  # no GPU needed to build the wrapper
+    torch.save(wrapped, out / "dp_state_dict.pt")
+    torch.save({"state_dict": wrapped, "epoch": 1}, out / "dp_checkpoint.pt")
 
 
 if __name__ == "__main__":

@@ -87,6 +87,44 @@ def test_training_checkpoint_parts(ckpts):
 
 
 @needs_torch
+@pytest.mark.parametrize(
+    ("name", "call", "prefixed"),
+    [
+        ("cpu_state_dict.pt", "model.load_state_dict(ckpt)", 0),
+        ("checkpoint.pt", "model.load_state_dict(ckpt['model'])", 0),
+        (
+            "dp_state_dict.pt",
+            'model.load_state_dict({k.removeprefix("module."): v for k, v in ckpt.items()})',
+            9,
+        ),
+        (
+            "dp_checkpoint.pt",
+            "model.load_state_dict("
+            "{k.removeprefix(\"module.\"): v for k, v in ckpt['state_dict'].items()})",
+            9,
+        ),
+    ],
+)
+def test_module_prefix_and_the_load_state_dict_call_that_fits(ckpts, name, call, prefixed):
+    rc, r = inspect(ckpts / name)
+    assert rc == 0
+    assert r["state_dict"]["call"] == call
+    assert r["state_dict"]["module_prefixed"] == prefixed and r["state_dict"]["keys"] == 9
+    # The call really loads into the bare model (strict load_state_dict raises otherwise).
+    code = (
+        f"import sys, torch; sys.path.insert(0, {str(REPO / 'tests')!r});"
+        "from ckpt_factory import model; model = model();"
+        f"ckpt = torch.load({str(ckpts / name)!r}, weights_only=True); {call}"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    if prefixed:
+        text = run_cli("inspect", str(ckpts / name)).stdout
+        assert "starts with `module.` (saved from a DataParallel" in text
+        assert f"  into model: {call}  # ckpt = the torch.load(...) result" in text
+
+
+@needs_torch
 def test_pickled_module_is_described_never_loaded(ckpts):
     rc, r = inspect(ckpts / "pickled_module.pt")
     assert rc == 1 and r["loads_as_is"] is False

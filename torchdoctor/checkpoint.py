@@ -129,6 +129,7 @@ def build_report(path: str, run) -> dict[str, Any]:
         )
     if load:
         report["content"] = {k: v for k, v in load.items() if not k.startswith("saved_")}
+        report["state_dict"] = state_dict_call(report["content"])
         map_arg = f", map_location={_target(machine)!r}" if needs_map else ""
         report["load_call"] = f"torch.load({quoted}{map_arg}, weights_only=True)"
         report["loads_as_is"] = not needs_map
@@ -158,6 +159,34 @@ def build_report(path: str, run) -> dict[str, Any]:
     elif message:
         problems.append(f"torch.load(weights_only=True) failed: {message.strip()[:300]}")
     return report
+
+
+# Parts of a checkpoint dict that usually hold the model's weights, most likely first.
+STATE_DICT_PARTS = ("state_dict", "model_state_dict", "model", "net", "module")
+
+
+def state_dict_call(content: dict[str, Any]) -> dict[str, Any] | None:
+    """Where the model's state dict is in the loaded object, whether its keys carry the
+    `module.` prefix of a DataParallel/DDP wrapper, and the load_state_dict call that fits."""
+    if content.get("kind") == "state_dict":
+        where, count, prefixed = "ckpt", content.get("tensors", 0), content.get("module_prefixed")
+    else:
+        parts = {k: p for k, p in (content.get("parts") or {}).items() if p["kind"] == "state_dict"}
+        if not parts:
+            return None
+        key = next((k for k in STATE_DICT_PARTS if k in parts), next(iter(parts)))
+        where = f"ckpt[{key!r}]"
+        count, prefixed = parts[key]["tensors"], parts[key].get("module_prefixed")
+    if not count or prefixed is None:
+        return None
+    stripped = f'{{k.removeprefix("module."): v for k, v in {where}.items()}}'
+    arg = stripped if prefixed == count else where
+    return {
+        "where": where,
+        "keys": count,
+        "module_prefixed": prefixed,
+        "call": f"model.load_state_dict({arg})",
+    }
 
 
 def _foreign(globals_: list[str]) -> list[str]:
@@ -246,4 +275,16 @@ def render_text(r: dict[str, Any]) -> str:
     out.append(f"  verdict:   {verdict}")
     if r.get("load_call"):
         out.append(f"  load with: {r['load_call']}")
+    sd = r.get("state_dict")
+    if sd:
+        if sd["module_prefixed"] == sd["keys"]:
+            out.append(
+                f"  prefix:    every key of {sd['where']} starts with `module.` "
+                "(saved from a DataParallel/DistributedDataParallel wrapper)"
+            )
+        elif sd["module_prefixed"]:
+            out.append(
+                f"  prefix:    {sd['module_prefixed']} of {sd['keys']} keys start with `module.`"
+            )
+        out.append(f"  into model: {sd['call']}  # ckpt = the torch.load(...) result")
     return "\n".join(out) + "\n"

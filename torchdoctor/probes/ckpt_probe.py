@@ -120,6 +120,11 @@ def _describe(obj, torch, tensors, depth=0, key=""):
     return type(obj).__name__
 
 
+def _module_prefixed(tensors):
+    """Keys saved from a DataParallel/DDP wrapper start with `module.`: how many do."""
+    return sum(1 for k, _ in tensors if k.startswith("module."))
+
+
 def load_weights_only(path, kind):
     import torch
 
@@ -146,6 +151,7 @@ def load_weights_only(path, kind):
                 "kind": _describe(v, torch, sub),
                 "tensors": len(sub),
                 "elements": sum(t.numel() for _, t in sub),
+                "module_prefixed": _module_prefixed(sub),
             }
     dtypes = Counter(str(t.dtype).replace("torch.", "") for _, t in tensors)
     largest = sorted(tensors, key=lambda kt: -kt[1].numel())[:SAMPLE_TENSORS]
@@ -155,6 +161,7 @@ def load_weights_only(path, kind):
         "parts": parts,
         "tensors": len(tensors),
         "elements": sum(t.numel() for _, t in tensors),
+        "module_prefixed": _module_prefixed(tensors),
         "bytes": sum(t.numel() * t.element_size() for _, t in tensors),
         "dtypes": dict(dtypes),
         "largest": [
