@@ -54,7 +54,7 @@ def test_clean_factory_model_exports_and_runs(models):
     report = json.loads(proc.stdout)
     assert report["findings"] == [] and report["problems"] == []
     assert report["built"]["inputs"] == {"args[0]": {"shape": [2, 4], "dtype": "float32"}}
-    assert set(report["timings_s"]) == {"checklist", "eager", "export", "run"}
+    assert set(report["timings_s"]) == {"checklist", "copy", "eager", "export", "run"}
 
 
 @pytest.mark.slow

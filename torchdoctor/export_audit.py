@@ -467,14 +467,13 @@ def audit_export(
         return ExportAudit(findings, phase.timings)
     if via == "onnx" and missing_onnx_packages():
         return ExportAudit([*findings, _unavailable(missing_onnx_packages())], phase.timings)
-    try:
-        # Only the copy is put in eval mode and exported: the user's model is left as it was.
-        work = copy.deepcopy(unwrap(model)).eval()
-    except Exception as exc:  # noqa: BLE001 - an uncopyable model is reported, never exported
-        return ExportAudit(
-            [*findings, _not_run(target, f"the model cannot be deep-copied ({_short(exc)})")],
-            phase.timings,
-        )
+    with phase("copy"):
+        try:
+            # Only the copy is put in eval mode and exported: the user's model stays as it was.
+            work = copy.deepcopy(unwrap(model)).eval()
+        except Exception as exc:  # noqa: BLE001 - an uncopyable model is reported, never exported
+            why = f"the model cannot be deep-copied ({_short(exc)})"
+            return ExportAudit([*findings, _not_run(target, why)], phase.timings)
     with tempfile.TemporaryDirectory(prefix="torchdoctor-export-") as tmp:
         with phase("eager"):
             eager, eager_problem = _eager(work, args, kwargs)
