@@ -360,3 +360,10 @@ def test_bad_arguments_raise():
         torchdoctor.audit_export("model", X)
     with pytest.raises(ValueError, match="via must be one of"):
         torchdoctor.audit_export(Mlp(), X, via="tflite")
+
+
+def test_baked_device_fix_fits_the_line_that_made_it():
+    factory = torchdoctor.audit_export(FactoryOnInputDevice().eval(), X, target="cuda")[0]
+    assert "even with device=x.device" in factory.remedies[0].text
+    moved = torchdoctor.audit_export(MovesToCpu().eval(), X, target="cuda")[0]
+    assert moved.remedies[0].text == "Drop the .to('cpu') inside forward, or export on cuda."

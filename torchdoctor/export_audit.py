@@ -245,12 +245,7 @@ def baked_devices(program: torch.export.ExportedProgram, target: str) -> list[Au
                     + ". The exported graph keeps that device wherever it runs.",
                     [str(device)],
                     {"node": node.name, "op": str(node.target), "location": location, "code": code},
-                    remedies=[
-                        Remedy(
-                            "Create tensors with device=x.device (or register them as buffers) "
-                            f"and drop .to({str(device)!r}); or export on the {target} device."
-                        )
-                    ],
+                    remedies=[Remedy(_baked_fix(node, device, target))],
                 )
             )
             break
@@ -267,6 +262,20 @@ def baked_devices(program: torch.export.ExportedProgram, target: str) -> list[Au
                 )
             )
     return out
+
+
+def _baked_fix(node: torch.fx.Node, device: torch.device, target: str) -> str:
+    if (
+        "to" in str(node.target).split(".")
+        or "_to_copy" in str(node.target)
+        or "assert" in str(node.target)
+    ):
+        return f"Drop the .to({str(device)!r}) inside forward, or export on {target}."
+    return (
+        "torch.export records the device of a tensor made in forward, even with device=x.device: "
+        f"export with the model and inputs on {target}, or make the tensor once in __init__ as a "
+        "buffer (register_buffer), which moves with the model."
+    )
 
 
 def _module_path(node: torch.fx.Node) -> str:

@@ -89,7 +89,7 @@ def training_mode(model: nn.Module) -> list[AuditFinding]:
         path for path, m in model.named_modules() if m.training and isinstance(m, MODE_DEPENDENT)
     ]
     what = (
-        f"{len(dependent)} of them change behaviour in eval(): {_listed(dependent)}"
+        f"{len(dependent)} of them behave differently in eval(): {_listed(dependent)}"
         if dependent
         else "none is dropout or batch norm, but forward code that reads self.training would "
         "be captured in its training branch"
@@ -226,8 +226,9 @@ def hooks(model: nn.Module) -> list[AuditFinding]:
         AuditFinding(
             "export.hooks",
             "" if first == "<global>" else first,
-            f"forward hooks are registered ({listed}): torch.export traces them into the graph, "
-            "other exporters drop them, so the exported model may not do what the eager one does.",
+            f"forward hooks are registered ({listed}): they run while the exporter traces "
+            "forward, so what they compute is frozen into the graph, and their side effects "
+            "(printing, saving tensors) happen once at export, never at inference.",
             details={"hooks": found},
             level="warning",
             remedies=[
