@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .cli_types import FiniteFloat
+from .cli_types import child_process_options
 
 
 @click.command("audit")
@@ -39,19 +39,10 @@ from .cli_types import FiniteFloat
     help="Device the exported model will run on: cpu, cuda, cuda:N, mps.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-@click.option(
-    "--python",
-    "python",
-    type=click.Path(exists=True, dir_okay=False),
-    default=None,
-    help="Build and export the model with this interpreter's torch (default: this one).",
-)
-@click.option(
-    "--timeout",
-    type=FiniteFloat(min=1, max=3600),
-    default=300.0,
-    show_default=True,
-    help="Seconds the child process (import, export, run) may take before it is killed.",
+@child_process_options(
+    "Build and export the model with this interpreter's torch (default: this one).",
+    300.0,
+    "Seconds the child process (import, export, run) may take before it is killed.",
 )
 def audit_cmd(
     model: str,

@@ -10,9 +10,8 @@ from pathlib import Path
 import click
 
 from .cli_types import (
-    FiniteFloat,
-    PythonParam,
     check_writable,
+    child_process_options,
     report_format_options,
     resolve_format,
     write_or_usage_error,
@@ -163,20 +162,11 @@ def _apply_fixes(result, write: bool, show: bool) -> None:
 @click.command("inspect")
 @click.argument("checkpoint", type=click.Path(exists=True, dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-@click.option(
-    "--python",
-    "python",
-    type=PythonParam(),
-    default=None,
-    help="Read it with the torch of this Python: an interpreter, a venv or conda directory, "
+@child_process_options(
+    "Read it with the torch of this Python: an interpreter, a venv or conda directory, "
     "or a command on PATH (default: this one).",
-)
-@click.option(
-    "--timeout",
-    type=FiniteFloat(min=1, max=3600),
-    default=120.0,
-    show_default=True,
-    help="Seconds the reading child process may take before it is killed.",
+    120.0,
+    "Seconds the reading child process may take before it is killed.",
 )
 def inspect_cmd(checkpoint: str, as_json: bool, python: str | None, timeout: float) -> None:
     """Read a torch.save or safetensors file safely and say how to load it here.

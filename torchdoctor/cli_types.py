@@ -65,6 +65,24 @@ def use_color(stream) -> bool:
     return stream.isatty() and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
 
 
+def child_process_options(python_help: str, timeout_s: float, timeout_help: str):
+    """--python and --timeout, for commands that run torch in a child process with a deadline."""
+
+    def decorate(fn):
+        fn = click.option(
+            "--timeout",
+            type=FiniteFloat(min=1, max=3600),
+            default=timeout_s,
+            show_default=True,
+            help=timeout_help,
+        )(fn)
+        return click.option(
+            "--python", "python", type=PythonParam(), default=None, help=python_help
+        )(fn)
+
+    return decorate
+
+
 def report_format_options(formats: tuple[str, ...], output_help: str):
     """--format, --json and -o/--output, spelled the same on every command that writes a report."""
 

@@ -213,6 +213,7 @@ def _forward(model: nn.Module, inputs: tuple, kwargs: dict) -> list[AuditFinding
                 "TorchScript modules cannot carry hooks, so the forward pass was not traced "
                 f"inside: {', '.join(scripted[:5])}",
                 details={"modules": scripted},
+                level="note",
             )
         )
     if tracer.found:
