@@ -367,3 +367,19 @@ def test_baked_device_fix_fits_the_line_that_made_it():
     assert "even with device=x.device" in factory.remedies[0].text
     moved = torchdoctor.audit_export(MovesToCpu().eval(), X, target="cuda")[0]
     assert moved.remedies[0].text == "Drop the .to('cpu') inside forward, or export on cuda."
+
+
+def test_tensor_attribute_captured_as_a_cpu_constant_for_a_cuda_target():
+    class Offset(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = nn.Linear(4, 4)
+            self.offset = torch.ones(4)  # not a buffer
+
+        def forward(self, x):
+            return self.fc(x) + self.offset
+
+    findings = torchdoctor.audit_export(Offset().eval(), X, target="cuda")
+    assert ids(findings) == ["export.baked-device", "export.not-run"]
+    assert findings[0].details == {"constant": "offset"}
+    assert findings[0].remedies[0].text.startswith("Register the tensor as a buffer")

@@ -255,7 +255,9 @@ def baked_devices(program: torch.export.ExportedProgram, target: str) -> list[Au
                 AuditFinding(
                     "export.baked-device",
                     name.rpartition(".")[0],
-                    f"constant `{name}` was captured on {value.device} but the target is {target}.",
+                    f"constant `{name}` was captured on {value.device} but the target is "
+                    f"{target}: a plain tensor attribute, which neither model.to() nor moving "
+                    "the exported program carries along.",
                     [str(value.device)],
                     {"constant": name},
                     remedies=[Remedy("Register the tensor as a buffer so model.to() moves it.")],
