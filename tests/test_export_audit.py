@@ -210,11 +210,39 @@ class OpaqueOp(nn.Module):
 
 
 @pytest.mark.parametrize("via", VIAS)
-def test_operator_the_exporter_cannot_handle(via):
-    # No fake (meta) kernel: torch.export cannot trace it; no ONNX translation either.
+def test_there_was_no_fake_impl_registered_for_a_custom_op(via):
     findings = torchdoctor.audit_export(OpaqueOp().eval(), X, via=via)
     assert ids(findings) == ["export.failed"]
-    assert "torchdoctor_test" in findings[0].details["error"] + str(findings[0].details["errors"])
+    failed = findings[0]
+    assert failed.details["operator"] == "torchdoctor_test.opaque.default"
+    assert failed.details["source"] == "return opaque(x)"
+    assert failed.details["cause"].startswith("a custom operator without a fake")
+
+
+@torch.library.custom_op("torchdoctor_test::traceable", mutates_args=())
+def traceable(x: torch.Tensor) -> torch.Tensor:
+    return x * 3
+
+
+traceable.register_fake(lambda x: torch.empty_like(x))
+
+
+class TraceableOp(nn.Module):
+    def forward(self, x):
+        return traceable(x)
+
+
+def test_custom_op_with_a_fake_impl_exports_with_torch_export():
+    assert torchdoctor.audit_export(TraceableOp().eval(), X, via="torch.export") == []
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(bool(ONNX_MISSING), reason="onnx extra not installed")
+def test_custom_op_without_an_onnx_translation():
+    findings = torchdoctor.audit_export(TraceableOp().eval(), X, via="onnx")
+    assert ids(findings) == ["export.failed"]
+    assert findings[0].details["cause"] == "an operator the exporter does not support"
+    assert "torchdoctor_test.traceable" in findings[0].message
 
 
 class FactoryOnInputDevice(nn.Module):

@@ -53,6 +53,11 @@ CAUSES = [
         "Replace the branch with torch.where or torch.cond, or compute it from shapes only.",
     ),
     (
+        re.compile(r"no fake impl|fake kernel|meta kernel|register_fake", re.I),
+        "a custom operator without a fake (meta) implementation, which tracing needs",
+        "Register one: @torch.library.register_fake for the operator (shapes and dtypes only).",
+    ),
+    (
         re.compile(
             r"unsupported|not supported|no decomposition|not implemented|no onnx function|"
             r"DispatcherError|cannot be exported|Error when translating node",
