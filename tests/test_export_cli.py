@@ -120,6 +120,9 @@ def test_report_and_text_from_probe_stages():
     assert "! export.hooks at fc1: forward hooks are registered\n      fix: Remove them." in text
     note = {**finding, "level": "note"}
     assert er.exit_code({**report, "findings": [note]}) == 0
+    unexported = {**report, "findings": [], "via": None}
+    assert "verdict: checklist clean (nothing was exported)" in er.render_text(unexported)
+    assert "verdict: ready to export" in er.render_text({**report, "findings": []})
 
 
 def test_the_cli_side_never_imports_torch():

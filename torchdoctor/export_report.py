@@ -138,6 +138,9 @@ def render_text(r: dict[str, Any]) -> str:
             out.extend(f"        $ {c}" for c in remedy.get("commands", []))
     for p in r["problems"]:
         out.append(f"  ✗ {p}")
-    verdict = "ready to export" if exit_code(r) == 0 else "not ready: see above"
+    if exit_code(r):
+        verdict = "not ready: see above"
+    else:
+        verdict = "ready to export" if r["via"] else "checklist clean (nothing was exported)"
     out.append(f"  verdict: {verdict}")
     return "\n".join(out) + "\n"
