@@ -5,6 +5,7 @@ Registered on the main group in cli.py; kept here so the core CLI stays small.
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import click
@@ -69,7 +70,11 @@ def _list_rules(ctx: click.Context, _param: click.Parameter, value: bool) -> Non
     help="Worker processes for large trees (default: the usable CPUs).",
 )
 @click.option("--fix", is_flag=True, help="Rewrite the mechanical cases in place.")
-@click.option("--diff", is_flag=True, help="Print the --fix rewrite as a diff (writes nothing).")
+@click.option(
+    "--diff",
+    is_flag=True,
+    help="Print the --fix rewrite as a diff; writes nothing, even with --fix.",
+)
 @click.option(
     "--list-rules",
     is_flag=True,
@@ -114,7 +119,7 @@ def scan_cmd(
     result = scan_paths(paths, opts, jobs)
     result.fail_on_errors = fail_on_errors
     if fix or diff:
-        _apply_fixes(result, write=fix, show=diff)
+        _apply_fixes(result, paths, write=fix and not diff, show=diff)
     render = {"text": render_text, "json": render_json, "sarif": render_sarif}[fmt]
     doc = render(result, fail_on)
     click.echo(doc, nl=False)
@@ -125,38 +130,63 @@ def scan_cmd(
     raise click.exceptions.Exit(exit_code(result, fail_on))
 
 
-def _apply_fixes(result, write: bool, show: bool) -> None:
-    """Rewrite files; fixed findings move from `findings` to `fixed`. Diffs go to stderr
-    only when stdout carries a document, else to stdout before the report."""
+def _apply_fixes(result, paths: tuple[str, ...], write: bool, show: bool) -> None:
+    """Plan every file's edits; with `write`, make them. Fixed findings move from `findings`
+    to `fixed`; the others that had a fix get a `fix_note` saying why not. Diffs go to stdout
+    before the report."""
+    from .safeio import InputError, OutputError
     from .scan import fix as fixmod
-    from .scan.engine import read_source
+    from .scan.engine import iter_files
+    from .scan.fix_project import project_facts
     from .scan.model import FileError
 
     by_file: dict[str, list] = {}
     for f in result.findings:
-        by_file.setdefault(f.path, []).append(f)
+        if f.rule in fixmod.TARGET:
+            by_file.setdefault(f.path, []).append(f)
+    if not by_file:
+        return
+    project = project_facts(paths, _sources(iter_files(paths, include_tests=True)))
     done: set[int] = set()
     for path, findings in by_file.items():
-        if not any(f.edit for f in findings):
-            continue
         try:
-            planned = fixmod.plan(path, read_source(path), findings)
-            if planned is None:
-                continue
-            if show:
-                click.echo(planned.diff(), nl=False)
-            if write:
-                fixmod.write(planned)
-                done.update(id(f) for f in planned.applied)
-        except fixmod.UnsafeFix as exc:
-            result.errors.append(FileError(path, str(exc)))
-        except OSError as exc:
-            action = "write" if write else "read"
-            result.errors.append(FileError(path, f"cannot {action}: {exc.strerror or exc}"))
-        except (UnicodeDecodeError, SyntaxError, LookupError) as exc:
-            result.errors.append(FileError(path, f"cannot decode: {exc}"))
+            src = fixmod.read(path)
+        except (OSError, InputError, UnicodeDecodeError, SyntaxError, LookupError) as exc:
+            result.errors.append(FileError(path, f"cannot read for --fix: {exc}"))
+            continue
+        planned = fixmod.plan(path, src.text, findings, project)
+        if planned is None:
+            continue
+        for f, why in planned.declined:
+            f.fix_note = why
+        if not planned.applied:
+            continue
+        if show:
+            click.echo(planned.diff(), nl=False)
+        if not write:
+            continue
+        why = fixmod.why_not_write(src, path)
+        try:
+            if why is None:
+                fixmod.write(planned, src.encoding)
+        except OutputError as exc:
+            why = str(exc)
+        if why is None:
+            done.update(id(f) for f in planned.applied)
+        else:
+            for f in planned.applied:
+                f.fix_note = f"not written: {why}"
     result.fixed = [f for f in result.findings if id(f) in done]
     result.findings = [f for f in result.findings if id(f) not in done]
+
+
+def _sources(files):
+    """The text of each project file, for what --fix must know across files (state-dict saves)."""
+    from .scan.fix import read
+
+    for path, _ in files:
+        with contextlib.suppress(Exception):
+            yield read(path).text
 
 
 @click.command("inspect")

@@ -632,8 +632,11 @@ class Analyzer(ast.NodeVisitor):
                 self.insert_after(last, f", map_location={target}") if edit else None,
             )
         if "weights_only" not in kw:
-            # torch refuses weights_only=True next to an explicit pickle_module.
-            edit = None if "pickle_module" in kw else self.insert_after(last, ", weights_only=True")
+            # torch refuses weights_only=True next to an explicit pickle_module; elsewhere it
+            # refuses a pickled module or object: only a state dict surely loads (fix.py may
+            # find more evidence, e.g. a torch.save of a state_dict() to the same path).
+            safe = "pickle_module" not in kw and id(node) in self.into_load_state_dict
+            edit = self.insert_after(last, ", weights_only=True") if safe else None
             self.report(
                 "TD102",
                 node,

@@ -29,6 +29,7 @@ class Finding:
     message: str
     fix: str  # advice in words; `edit` is the mechanical rewrite, when there is a safe one
     edit: Edit | None = None
+    fix_note: str | None = None  # set by --fix/--diff: why its edit was not made
 
     @property
     def level(self) -> str:
@@ -52,6 +53,7 @@ class Finding:
             "message": self.message,
             "fix": self.fix,
             "autofix": self.edit is not None,
+            "fix_note": self.fix_note,
         }
 
 

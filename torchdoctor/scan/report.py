@@ -71,6 +71,8 @@ def render_text(result: ScanResult, fail_on: str) -> str:
             out.append(f"      {f.code}")
             auto = "  (--fix can apply this)" if f.edit else ""
             out.append(f"      fix: {f.fix}{auto}")
+            if f.fix_note:
+                out.append(f"      not fixed: {f.fix_note}")
         out.append("")
     for f in result.fixed:
         out.append(f"fixed {f.path}:{f.line}:{f.col} {f.rule} ({f.name})")

@@ -1,0 +1,160 @@
+"""The edits --fix makes, as LibCST node rewrites (comments and formatting kept).
+
+Each function takes the node as it stands after inner edits and returns the new node; it
+raises Decline when the edit would not be exact.
+"""
+
+from __future__ import annotations
+
+import builtins
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, ScopeProvider
+
+# Methods between a tensor and `.numpy()` that keep its values: `.detach()` may go before them.
+VALUE_METHODS = frozenset(
+    ["cpu", "to", "float", "double", "half", "bfloat16", "long", "int", "bool", "contiguous",
+     "clone", "squeeze", "unsqueeze", "flatten", "reshape", "view", "permute", "t"]
+)  # fmt: skip
+MODULE_NAMES = frozenset(
+    ["__file__", "__name__", "__doc__", "__spec__", "__loader__", "__package__", "__path__",
+     "__builtins__", "__annotations__", "__dict__", "__module__", "__qualname__"]
+)  # fmt: skip
+BUILTINS = frozenset(dir(builtins)) | MODULE_NAMES
+
+
+class Decline(Exception):
+    """This edit is not certain: report the finding, do not make the edit."""
+
+
+def _comma(ws: cst.BaseParenthesizableWhitespace) -> cst.Comma:
+    return cst.Comma(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=ws)
+
+
+def _plain(ws: cst.BaseParenthesizableWhitespace) -> cst.BaseParenthesizableWhitespace:
+    """The same line break and indentation without any comment on it."""
+    if isinstance(ws, cst.ParenthesizedWhitespace):
+        return ws.with_changes(first_line=cst.TrailingWhitespace(), empty_lines=[])
+    return cst.SimpleWhitespace(" ")
+
+
+def add_keyword(call: cst.Call, name: str, value: str) -> cst.Call:
+    """`f(a)` -> `f(a, name=value)`; one argument per line and trailing commas stay so."""
+    if any(a.keyword is not None and a.keyword.value == name for a in call.args):
+        raise Decline(f"`{name}=` is already there")
+    if any(a.star == "**" for a in call.args):
+        raise Decline("`**kwargs` may already carry it")
+    new = cst.Arg(
+        value=cst.parse_expression(value),
+        keyword=cst.Name(name),
+        equal=cst.AssignEqual(
+            whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")
+        ),
+    )
+    args = list(call.args)
+    if not args:
+        return call.with_changes(args=[new])
+    last = args[-1]
+    if isinstance(last.comma, cst.Comma):  # trailing comma: the new argument keeps it
+        before = args[-2].comma.whitespace_after if len(args) > 1 else call.whitespace_before_args  # type: ignore[union-attr]
+        args[-1] = last.with_changes(comma=_comma(_plain(before)))
+        args.append(new.with_changes(comma=last.comma))
+    else:  # what followed the last argument (a comment, the line break) now follows the new one
+        args[-1] = last.with_changes(
+            comma=_comma(cst.SimpleWhitespace(" ")), whitespace_after_arg=cst.SimpleWhitespace("")
+        )
+        args.append(new.with_changes(whitespace_after_arg=last.whitespace_after_arg))
+    return call.with_changes(args=args)
+
+
+def cuda_to_device(call: cst.Call, device: str) -> cst.Call:
+    """`x.cuda()` / `x.cuda(non_blocking=True)` -> `x.to(device[, non_blocking=True])`."""
+    func = call.func
+    if not (isinstance(func, cst.Attribute) and func.attr.value == "cuda"):
+        raise Decline("not a `.cuda()` method call")
+    if any(a.keyword is None or a.keyword.value != "non_blocking" for a in call.args):
+        raise Decline("`.cuda(...)` with arguments other than non_blocking")
+    first = cst.Arg(cst.Name(device))
+    if call.args:
+        first = first.with_changes(comma=_comma(cst.SimpleWhitespace(" ")))
+    return call.with_changes(func=func.with_changes(attr=cst.Name("to")), args=[first, *call.args])
+
+
+def detach_before_numpy(call: cst.Call) -> cst.Call:
+    """`model(x).cpu().numpy()` -> `model(x).detach().cpu().numpy()`: `.detach()` goes on the
+    tensor itself, before the value-keeping methods, never inside a call's receiver."""
+    func = call.func
+    if not (isinstance(func, cst.Attribute) and func.attr.value == "numpy"):
+        raise Decline("not a `.numpy()` method call")
+
+    def detach(node: cst.BaseExpression) -> cst.BaseExpression:
+        if (
+            isinstance(node, cst.Call)
+            and isinstance(node.func, cst.Attribute)
+            and node.func.attr.value in VALUE_METHODS
+        ):
+            return node.with_changes(func=node.func.with_changes(value=detach(node.func.value)))
+        return cst.Call(func=cst.Attribute(value=node, attr=cst.Name("detach")))
+
+    return call.with_changes(func=func.with_changes(value=detach(func.value)))
+
+
+def replace_expression(node: cst.BaseExpression, code: str) -> cst.BaseExpression:
+    """Another expression in the same place, keeping the original's parentheses."""
+    new = cst.parse_expression(code)
+    return new.with_changes(lpar=node.lpar, rpar=node.rpar)  # type: ignore[attr-defined]
+
+
+def unbound_names(module: cst.Module) -> set[str]:
+    """Names read somewhere that no scope binds (ruff's F821, by LibCST's scope analysis)."""
+    scopes = MetadataWrapper(module, unsafe_skip_copy=True).resolve(ScopeProvider).values()
+    out: set[str] = set()
+    for scope in {s for s in scopes if s is not None}:
+        for access in scope.accesses:
+            name = getattr(access.node, "value", None)
+            if isinstance(name, str) and not access.referents and name not in BUILTINS:
+                out.add(name)
+    return out
+
+
+def binds(module: cst.Module, name: str) -> bool:
+    """Does any scope of the module assign `name` (import, assignment, parameter…)?"""
+    scopes = MetadataWrapper(module, unsafe_skip_copy=True).resolve(ScopeProvider).values()
+    return any(s is not None and s.assignments[name] for s in set(scopes))
+
+
+def module_torch_name(module: cst.Module) -> str | None:
+    """The name a top-level `import torch [as t]` (or `import torch.x`) binds, if any."""
+    for stmt in module.body:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for small in stmt.body:
+            if not isinstance(small, cst.Import):
+                continue
+            for alias in small.names:
+                dotted = cst.Module([]).code_for_node(alias.name)
+                if alias.asname is None and (dotted == "torch" or dotted.startswith("torch.")):
+                    return "torch"
+                if alias.asname is not None and dotted == "torch":
+                    return cst.Module([]).code_for_node(alias.asname.name)
+    return None
+
+
+def add_import_torch(module: cst.Module) -> cst.Module:
+    """`import torch` after the docstring and `from __future__` imports."""
+    body = list(module.body)
+    at = 0
+    for i, stmt in enumerate(body):
+        small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and stmt.body else None
+        docstring = (
+            i == 0 and isinstance(small, cst.Expr) and isinstance(small.value, cst.SimpleString)
+        )
+        future = (
+            isinstance(small, cst.ImportFrom) and getattr(small.module, "value", "") == "__future__"
+        )
+        if not (docstring or future):
+            break
+        at = i + 1
+    line = cst.SimpleStatementLine([cst.Import([cst.ImportAlias(cst.Name("torch"))])])
+    body.insert(at, line)
+    return module.with_changes(body=body)
