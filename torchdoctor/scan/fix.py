@@ -11,6 +11,7 @@ One declined edit never costs the file its other edits.
 from __future__ import annotations
 
 import ast
+import bisect
 import contextlib
 import difflib
 import io
@@ -24,12 +25,14 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
+from libcst.metadata import MetadataWrapper, PositionProvider
 
 from ..safeio import atomic_write, read_bounded
 from . import fix_cst as edits
+from . import fix_names as names
 from .fix_cst import Decline
 from .fix_project import ProjectFacts
+from .fix_state_dict import StateDictEvidence
 from .model import Finding
 
 DEVICE = "device"
@@ -42,7 +45,8 @@ TARGET: dict[str, tuple[type, ...]] = {
     "TD401": (cst.Call,),
     "TD501": (cst.Name,),
 }
-DICT_VIEWS = frozenset(["items", "keys", "values"])
+READS_DEVICE = frozenset([DEVICE])
+LINE = re.compile(r"[^\r\n]*(\r\n|\r|\n)|[^\r\n]+$")
 NOT_STATE_DICT = (
     "nothing shows this file holds only a state dict (it is not passed to load_state_dict or "
     "saved from a state_dict()); weights_only=True would refuse a pickled module or object on "
@@ -57,6 +61,8 @@ class _Edit:
     node: cst.CSTNode
     apply: Callable[[cst.CSTNode], cst.CSTNode]
     needs_import: bool = False  # adds `import torch` at the top
+    reads: frozenset[str] = frozenset()  # names the new code reads: they must be bound
+    chunk: _Chunk | None = None
 
 
 @dataclass
@@ -92,39 +98,76 @@ class _Apply(cst.CSTTransformer):
         return updated
 
 
-def _render(module: cst.Module, todo: list[_Edit]) -> cst.Module:
-    new = module.visit(_Apply(todo))
-    return edits.add_import_torch(new) if any(e.needs_import for e in todo) else new
+def _read_names(expr: str) -> Iterator[str]:
+    for node in ast.walk(ast.parse(expr, mode="eval")):
+        if isinstance(node, ast.Name):
+            yield node.id
 
 
-def _code(node: cst.CSTNode) -> str:
-    return cst.Module([]).code_for_node(node)
+@dataclass
+class _Chunk:
+    """Top-level statements on lines first..last (1-based, inclusive): LibCST parses and
+    rewrites only the chunks that have findings, so a fix costs what the edited code costs."""
+
+    first: int
+    last: int
+    module: cst.Module | None = None
+    at: dict[tuple[int, int, int, int], list[cst.CSTNode]] = field(default_factory=dict)
+
+    def parse(self, lines: list[str]) -> None:
+        self.module = cst.parse_module("".join(lines[self.first - 1 : self.last]))
+        shift = self.first - 1
+        positions = MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(PositionProvider)
+        for node, r in positions.items():
+            key = (r.start.line + shift, r.start.column, r.end.line + shift, r.end.column)
+            self.at.setdefault(key, []).append(node)
+
+
+def _chunks(tree: ast.Module) -> list[_Chunk]:
+    out: list[_Chunk] = []
+    for stmt in tree.body:
+        first = min([stmt.lineno, *(d.lineno for d in getattr(stmt, "decorator_list", []))])
+        last = stmt.end_lineno or stmt.lineno
+        if out and first <= out[-1].last:  # `a = 1; b = 2`, or a statement after a `;`
+            out[-1].last = max(out[-1].last, last)
+        else:
+            out.append(_Chunk(first, last))
+    return out
 
 
 class _Planner:
-    def __init__(self, path: str, wrapper: MetadataWrapper, project: ProjectFacts) -> None:
-        self.path = path
-        self.module = wrapper.module
-        self.parents = wrapper.resolve(ParentNodeProvider)
+    def __init__(self, text: str, project: ProjectFacts) -> None:
+        self.text = text
         self.project = project
-        self.at: dict[tuple[int, int, int, int], list[cst.CSTNode]] = {}
-        for node, r in wrapper.resolve(PositionProvider).items():
-            key = (r.start.line, r.start.column, r.end.line, r.end.column)
-            self.at.setdefault(key, []).append(node)
+        self.tree = ast.parse(text)
+        self.lines = [m.group() for m in LINE.finditer(text)]  # as the tokenizer counts lines
+        self.chunks = _chunks(self.tree)
+        self._starts = [c.first for c in self.chunks]
+        self._evidence: StateDictEvidence | None = None
         self._torch: tuple[str, bool] | None = None
 
-    def node_for(self, f: Finding) -> cst.CSTNode:
-        for node in self.at.get((f.line, f.col - 1, f.end_line, f.end_col - 1), ()):
+    def chunk_of(self, f: Finding) -> _Chunk:
+        i = bisect.bisect_right(self._starts, f.line) - 1
+        if i < 0 or f.end_line > self.chunks[i].last:
+            raise Decline("the fixer cannot find this code in the file")
+        chunk = self.chunks[i]
+        if chunk.module is None:
+            chunk.parse(self.lines)
+        return chunk
+
+    def node_for(self, f: Finding) -> tuple[_Chunk, cst.CSTNode]:
+        chunk = self.chunk_of(f)
+        for node in chunk.at.get((f.line, f.col - 1, f.end_line, f.end_col - 1), ()):
             if isinstance(node, TARGET[f.rule]):
-                return node
+                return chunk, node
         raise Decline("the fixer cannot find this code in the file")
 
     def torch_name(self) -> tuple[str, bool]:
         """The name torch is bound to here, and whether `import torch` must be added."""
         if self._torch is None:
-            name = edits.module_torch_name(self.module)
+            name = names.torch_binding(self.tree)
             if name is None:
-                if edits.binds(self.module, "torch"):
+                if names.binds(self.tree, "torch"):
                     raise Decline("`torch` is bound here in a way the fixer does not follow")
                 self._torch = ("torch", True)
             else:
@@ -132,7 +175,12 @@ class _Planner:
         return self._torch
 
     def edit(self, f: Finding) -> _Edit:
-        node = self.node_for(f)
+        chunk, node = self.node_for(f)
+        e = self._edit(f, node)
+        e.chunk = chunk
+        return e
+
+    def _edit(self, f: Finding, node: cst.CSTNode) -> _Edit:
         rule = f.rule
         proposed = f.edit.text if f.edit else None
         if rule in ("TD001", "TD002", "TD101") and proposed is None:
@@ -140,19 +188,22 @@ class _Planner:
             raise Decline("no `device` variable is bound here" if rule != "TD101" else
                           "map_location='cpu' could move a whole model off its GPU")  # fmt: skip
         if rule == "TD001":
-            return _Edit(f, node, lambda n: edits.cuda_to_device(n, DEVICE))  # type: ignore[arg-type]
+            return _Edit(f, node, lambda n: edits.cuda_to_device(n, DEVICE), reads=READS_DEVICE)  # type: ignore[arg-type]
         if rule == "TD002":
-            return _Edit(f, node, lambda n: edits.replace_expression(n, DEVICE))  # type: ignore[arg-type]
+            return _Edit(f, node, lambda n: edits.replace_expression(n, DEVICE), reads=READS_DEVICE)  # type: ignore[arg-type]
         if rule == "TD101":
             m = re.search(r"map_location=(.+)$", proposed or "")
             if not m:
                 raise Decline("no map_location was proposed")
             target = m.group(1)
-            return _Edit(f, node, lambda n: edits.add_keyword(n, "map_location", target))  # type: ignore[arg-type]
+            reads = frozenset(_read_names(target))
+            return _Edit(
+                f, node, lambda n: edits.add_keyword(n, "map_location", target), reads=reads
+            )  # type: ignore[arg-type]
         if rule == "TD102":
             if "pickle_module" in {a.keyword.value for a in node.args if a.keyword}:  # type: ignore[attr-defined]
                 raise Decline("torch refuses weights_only=True next to pickle_module")
-            if not self.holds_state_dict(node):  # type: ignore[arg-type]
+            if not self.holds_state_dict(f):
                 raise Decline(NOT_STATE_DICT)
             return _Edit(f, node, lambda n: edits.add_keyword(n, "weights_only", "True"))  # type: ignore[arg-type]
         if rule == "TD401":
@@ -161,70 +212,35 @@ class _Planner:
             torch, add = self.torch_name()
             probe = "accelerator" if self.project.accelerator else "cuda"
             code = f"{torch}.{probe}.is_available()"
-            return _Edit(f, node, lambda n: edits.replace_expression(n, code), add)  # type: ignore[arg-type]
+            return _Edit(
+                f, node, lambda n: edits.replace_expression(n, code), add, frozenset([torch])
+            )  # type: ignore[arg-type]
         raise Decline("no mechanical fix for this rule")
 
-    # ------------------------------------------------------------ is it a state dict?
-    def _is_load_state_dict(self, node: cst.CSTNode | None) -> bool:
-        if not isinstance(node, cst.Call):
-            return False
-        func = node.func
-        name = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")
-        return name == "load_state_dict"
+    def holds_state_dict(self, f: Finding) -> bool:
+        if self._evidence is None:
+            self._evidence = StateDictEvidence(self.tree, self.lines, self.project.state_dict_paths)
+        call = self._evidence.call_at(f.line, f.col - 1)
+        return call is not None and self._evidence.holds_state_dict(call)
 
-    def _into_load_state_dict(self, node: cst.CSTNode) -> bool:
-        arg = self.parents.get(node)
-        return isinstance(arg, cst.Arg) and self._is_load_state_dict(self.parents.get(arg))
-
-    def holds_state_dict(self, call: cst.Call) -> bool:
-        """weights_only=True is exact only for a state dict: the load goes into
-        load_state_dict, its name is only used as one, or the project saves that path from a
-        state_dict()."""
-        if self._into_load_state_dict(call):
-            return True
-        where = next((a for a in call.args if a.keyword is None and not a.star), None)
-        where = where or next((a for a in call.args if a.keyword and a.keyword.value == "f"), None)
-        if where is not None:
-            with contextlib.suppress(SyntaxError, ValueError):
-                key = ast.unparse(ast.parse(_code(where.value).strip(), mode="eval").body)
-                if key in self.project.state_dict_paths:
-                    return True
-        parent = self.parents.get(call)
-        if not (
-            isinstance(parent, cst.Assign)
-            and len(parent.targets) == 1
-            and isinstance(parent.targets[0].target, cst.Name)
-        ):
-            return False
-        return self._used_as_state_dict(parent.targets[0].target.value, parent)
-
-    def _used_as_state_dict(self, name: str, assign: cst.Assign) -> bool:
-        scope: cst.CSTNode | None = assign
-        while scope is not None and not isinstance(scope, (cst.FunctionDef, cst.Module)):
-            scope = self.parents.get(scope)
-        uses = [n for n in _names(scope or self.module, name) if n is not assign.targets[0].target]
-        into = 0
-        for use in uses:
-            parent = self.parents.get(use)
-            if self._into_load_state_dict(use):
-                into += 1
-            elif not (
-                isinstance(parent, cst.Attribute)
-                and parent.value is use
-                and parent.attr.value in DICT_VIEWS
-                and isinstance(self.parents.get(parent), cst.Call)
-            ):
-                return False  # used some other way: it may be any object
-        return into > 0 or (bool(uses) and "load_state_dict(" in _code(scope or self.module))
-
-
-def _names(root: cst.CSTNode, name: str) -> Iterator[cst.Name]:
-    todo = [root]
-    while todo:
-        node = todo.pop()
-        if isinstance(node, cst.Name) and node.value == name:
-            yield node
-        todo.extend(node.children)
+    def render(self, todo: list[_Edit]) -> str:
+        """The file's text with these edits: edited chunks re-generated, the rest untouched."""
+        lines = list(self.lines)
+        by_chunk: dict[int, list[_Edit]] = {}
+        for e in todo:
+            by_chunk.setdefault(id(e.chunk), []).append(e)
+        for chunk in sorted({id(e.chunk): e.chunk for e in todo}.values(), key=lambda c: -c.first):
+            assert chunk.module is not None
+            code = chunk.module.visit(_Apply(by_chunk[id(chunk)])).code
+            lines[chunk.first - 1 : chunk.last] = [code]
+        if any(e.needs_import for e in todo):
+            at = names.import_line(self.tree) - 1
+            newline = LINE.search(self.text)
+            eol = newline.group(1) if newline and newline.group(1) else "\n"
+            if at > 0 and not lines[at - 1].endswith(("\n", "\r")):
+                lines[at - 1] += eol
+            lines.insert(at, "import torch" + eol)
+        return "".join(lines)
 
 
 def plan(
@@ -243,9 +259,8 @@ def plan(
     if not todo:
         return None
     try:
-        wrapper = MetadataWrapper(cst.parse_module(text), unsafe_skip_copy=True)
-        planner = _Planner(path, wrapper, project)
-    except Exception as exc:  # noqa: BLE001 - LibCST's parser or a deep file: report, never crash
+        planner = _Planner(text, project)
+    except Exception as exc:  # noqa: BLE001 - a file too deep to parse: report, never crash
         reason = f"the fixer cannot parse this file ({type(exc).__name__})"
         return FileFix(path, text, text, [], [(f, reason) for f in todo])
     declined: list[tuple[Finding, str]] = []
@@ -257,46 +272,47 @@ def plan(
             chosen.append(e)
         except Decline as exc:
             declined.append((f, str(exc)))
-        except Exception as exc:  # noqa: BLE001 - an edit that cannot be built is not made
-            declined.append((f, f"the fixer could not build this edit ({type(exc).__name__})"))
-    accepted, new = _verified(path, planner.module, chosen, declined)
+        except Exception as exc:  # noqa: BLE001 - LibCST could not parse or build it: no edit
+            declined.append((f, f"the fixer could not make this edit ({type(exc).__name__})"))
+    accepted, new = _verified(path, planner, chosen, declined)
     return FileFix(path, text, new, [e.finding for e in accepted], declined)
 
 
-def _problem(path: str, module: cst.Module, todo: list[_Edit], before: set[str]) -> str | None:
-    """Why the file with these edits is not acceptable; None: it is."""
+def _try(path: str, planner: _Planner, todo: list[_Edit]) -> tuple[str | None, str]:
+    """(why the file with these edits is not acceptable or None, its text)."""
     try:
-        code = _render(module, todo).code
+        code = planner.render(todo)
         compile(code, path, "exec", dont_inherit=True)
+        reads = frozenset().union(*(e.reads for e in todo))
+        unbound = names.unbound(code) & reads if reads else set()
     except Decline as exc:
-        return str(exc)
+        return str(exc), ""
     except SyntaxError as exc:
-        return f"the edit would not compile ({exc.msg})"
+        return f"the edit would not compile ({exc.msg})", ""
     except Exception as exc:  # noqa: BLE001
-        return f"the edit could not be made ({type(exc).__name__})"
-    new_names = edits.unbound_names(cst.parse_module(code)) - before
-    if new_names:
-        return f"the edit would read an unbound name ({', '.join(sorted(new_names))})"
-    return None
+        return f"the edit could not be made ({type(exc).__name__})", ""
+    if unbound:
+        return f"the edit would read an unbound name ({', '.join(sorted(unbound))})", code
+    return None, code
 
 
 def _verified(
-    path: str, module: cst.Module, chosen: list[_Edit], declined: list[tuple[Finding, str]]
+    path: str, planner: _Planner, chosen: list[_Edit], declined: list[tuple[Finding, str]]
 ) -> tuple[list[_Edit], str]:
     """All edits if together they are fine; else each one kept only if it still is."""
     if not chosen:
-        return [], module.code
-    before = edits.unbound_names(module)
-    if _problem(path, module, chosen, before) is not None:
-        kept: list[_Edit] = []
-        for e in chosen:
-            why = _problem(path, module, [*kept, e], before)
-            if why is None:
-                kept.append(e)
-            else:
-                declined.append((e.finding, why))
-        chosen = kept
-    return chosen, _render(module, chosen).code
+        return [], planner.text
+    why, code = _try(path, planner, chosen)
+    if why is None:
+        return chosen, code
+    kept: list[_Edit] = []
+    for e in chosen:
+        why, code = _try(path, planner, [*kept, e])
+        if why is None:
+            kept.append(e)
+        else:
+            declined.append((e.finding, why))
+    return kept, planner.render(kept) if kept else planner.text
 
 
 # ---------------------------------------------------------------- reading and writing files

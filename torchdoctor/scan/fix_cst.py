@@ -6,21 +6,13 @@ raises Decline when the edit would not be exact.
 
 from __future__ import annotations
 
-import builtins
-
 import libcst as cst
-from libcst.metadata import MetadataWrapper, ScopeProvider
 
 # Methods between a tensor and `.numpy()` that keep its values: `.detach()` may go before them.
 VALUE_METHODS = frozenset(
     ["cpu", "to", "float", "double", "half", "bfloat16", "long", "int", "bool", "contiguous",
      "clone", "squeeze", "unsqueeze", "flatten", "reshape", "view", "permute", "t"]
 )  # fmt: skip
-MODULE_NAMES = frozenset(
-    ["__file__", "__name__", "__doc__", "__spec__", "__loader__", "__package__", "__path__",
-     "__builtins__", "__annotations__", "__dict__", "__module__", "__qualname__"]
-)  # fmt: skip
-BUILTINS = frozenset(dir(builtins)) | MODULE_NAMES
 
 
 class Decline(Exception):
@@ -103,58 +95,3 @@ def replace_expression(node: cst.BaseExpression, code: str) -> cst.BaseExpressio
     """Another expression in the same place, keeping the original's parentheses."""
     new = cst.parse_expression(code)
     return new.with_changes(lpar=node.lpar, rpar=node.rpar)  # type: ignore[attr-defined]
-
-
-def unbound_names(module: cst.Module) -> set[str]:
-    """Names read somewhere that no scope binds (ruff's F821, by LibCST's scope analysis)."""
-    scopes = MetadataWrapper(module, unsafe_skip_copy=True).resolve(ScopeProvider).values()
-    out: set[str] = set()
-    for scope in {s for s in scopes if s is not None}:
-        for access in scope.accesses:
-            name = getattr(access.node, "value", None)
-            if isinstance(name, str) and not access.referents and name not in BUILTINS:
-                out.add(name)
-    return out
-
-
-def binds(module: cst.Module, name: str) -> bool:
-    """Does any scope of the module assign `name` (import, assignment, parameter…)?"""
-    scopes = MetadataWrapper(module, unsafe_skip_copy=True).resolve(ScopeProvider).values()
-    return any(s is not None and s.assignments[name] for s in set(scopes))
-
-
-def module_torch_name(module: cst.Module) -> str | None:
-    """The name a top-level `import torch [as t]` (or `import torch.x`) binds, if any."""
-    for stmt in module.body:
-        if not isinstance(stmt, cst.SimpleStatementLine):
-            continue
-        for small in stmt.body:
-            if not isinstance(small, cst.Import):
-                continue
-            for alias in small.names:
-                dotted = cst.Module([]).code_for_node(alias.name)
-                if alias.asname is None and (dotted == "torch" or dotted.startswith("torch.")):
-                    return "torch"
-                if alias.asname is not None and dotted == "torch":
-                    return cst.Module([]).code_for_node(alias.asname.name)
-    return None
-
-
-def add_import_torch(module: cst.Module) -> cst.Module:
-    """`import torch` after the docstring and `from __future__` imports."""
-    body = list(module.body)
-    at = 0
-    for i, stmt in enumerate(body):
-        small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and stmt.body else None
-        docstring = (
-            i == 0 and isinstance(small, cst.Expr) and isinstance(small.value, cst.SimpleString)
-        )
-        future = (
-            isinstance(small, cst.ImportFrom) and getattr(small.module, "value", "") == "__future__"
-        )
-        if not (docstring or future):
-            break
-        at = i + 1
-    line = cst.SimpleStatementLine([cst.Import([cst.ImportAlias(cst.Name("torch"))])])
-    body.insert(at, line)
-    return module.with_changes(body=body)
