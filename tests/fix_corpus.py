@@ -127,6 +127,21 @@ CASES = [
         H + "if ready:\n\tx = x.cuda()\n",
         H + "if ready:\n\tx = x.to(device)\n",
     ),
+    case(
+        "cuda_in_an_async_function",
+        H + "async def get(q):\n    x = await q.get()\n    return x.cuda()\n",
+        H + "async def get(q):\n    x = await q.get()\n    return x.to(device)\n",
+    ),
+    case(
+        "cuda_in_a_static_method",
+        H + "class Box:\n    @staticmethod\n    def put(x):\n        return x.cuda()\n",
+        H + "class Box:\n    @staticmethod\n    def put(x):\n        return x.to(device)\n",
+    ),
+    case(
+        "cuda_in_a_closure_over_a_device_parameter",
+        "def make(device):\n    def move(x):\n        return x.cuda()\n    return move\n",
+        "def make(device):\n    def move(x):\n        return x.to(device)\n    return move\n",
+    ),
     # ------------------------------------------------------------ TD002 "cuda" strings
     case("to_cuda_string", H + 'x = x.to("cuda")\n', H + "x = x.to(device)\n"),
     case(
@@ -221,6 +236,17 @@ CASES = [
         H + "net.load_state_dict(torch.load(\n    path  # the weights\n))\n",
         H + "net.load_state_dict(torch.load(\n"
         "    path, map_location=device, weights_only=True  # the weights\n))\n",
+    ),
+    case(
+        "load_over_lines_with_a_comment_after_a_trailing_comma",
+        "import torch\nnet.load_state_dict(torch.load(\n    path,  # the file\n))\n",
+        "import torch\nnet.load_state_dict(torch.load(\n    path,  # the file\n"
+        '    map_location="cpu",\n    weights_only=True,\n))\n',
+    ),
+    case(
+        "load_with_a_trailing_comma_on_one_line",
+        H + "net.load_state_dict(torch.load(p, ))\n",
+        H + "net.load_state_dict(torch.load(p, map_location=device, weights_only=True, ))\n",
     ),
     case(
         "load_with_weights_only_already_present",

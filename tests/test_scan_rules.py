@@ -191,7 +191,10 @@ def _fixed(src: str) -> str:
 
 def test_fix_torch_load_adds_both_arguments():
     new = _fixed("import torch\nnet.load_state_dict(torch.load(\n    path,  # the file\n))\n")
-    assert 'torch.load(\n    path, map_location="cpu", weights_only=True,  # the file\n)' in new
+    assert (
+        'torch.load(\n    path,  # the file\n    map_location="cpu",\n    weights_only=True,\n)'
+        in new
+    )
     ast.parse(new)
 
 
@@ -208,7 +211,8 @@ def test_fix_uses_device_variable_in_scope():
     )
     assert "model = Net().to(device)" in new
     assert "x = batch.to(device, non_blocking=True)" in new
-    assert "torch.load(path, map_location=device, weights_only=True)" in new
+    # `sd` is never shown to be a state dict: weights_only=True could refuse it (reported)
+    assert "torch.load(path, map_location=device)" in new
     assert "y = t.to(device)" in new
 
 

@@ -23,13 +23,6 @@ def _comma(ws: cst.BaseParenthesizableWhitespace) -> cst.Comma:
     return cst.Comma(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=ws)
 
 
-def _plain(ws: cst.BaseParenthesizableWhitespace) -> cst.BaseParenthesizableWhitespace:
-    """The same line break and indentation without any comment on it."""
-    if isinstance(ws, cst.ParenthesizedWhitespace):
-        return ws.with_changes(first_line=cst.TrailingWhitespace(), empty_lines=[])
-    return cst.SimpleWhitespace(" ")
-
-
 def add_keyword(call: cst.Call, name: str, value: str) -> cst.Call:
     """`f(a)` -> `f(a, name=value)`; one argument per line and trailing commas stay so."""
     if any(a.keyword is not None and a.keyword.value == name for a in call.args):
@@ -48,9 +41,19 @@ def add_keyword(call: cst.Call, name: str, value: str) -> cst.Call:
         return call.with_changes(args=[new])
     last = args[-1]
     if isinstance(last.comma, cst.Comma):  # trailing comma: the new argument keeps it
+        ws = last.comma.whitespace_after
         before = args[-2].comma.whitespace_after if len(args) > 1 else call.whitespace_before_args  # type: ignore[union-attr]
-        args[-1] = last.with_changes(comma=_comma(_plain(before)))
-        args.append(new.with_changes(comma=last.comma))
+        if isinstance(ws, cst.ParenthesizedWhitespace) and isinstance(
+            before, cst.ParenthesizedWhitespace
+        ):  # one argument per line: a comment stays on its line, `)` keeps its indentation
+            keep: cst.BaseParenthesizableWhitespace = ws.with_changes(
+                indent=before.indent, last_line=before.last_line
+            )
+            close = ws.with_changes(first_line=cst.TrailingWhitespace(), empty_lines=[])
+        else:
+            keep, close = cst.SimpleWhitespace(" "), ws
+        args[-1] = last.with_changes(comma=_comma(keep))
+        args.append(new.with_changes(comma=_comma(close)))
     else:  # what followed the last argument (a comment, the line break) now follows the new one
         args[-1] = last.with_changes(
             comma=_comma(cst.SimpleWhitespace(" ")), whitespace_after_arg=cst.SimpleWhitespace("")

@@ -57,8 +57,9 @@ RULES: tuple[Rule, ...] = (
         "load-without-weights-only",
         "warning",
         "`torch.load` without an explicit `weights_only`",
-        "Unpickling runs arbitrary code. Say `weights_only=True` (the default since torch 2.6, "
-        "and safe on older releases too); use `weights_only=False` only for files you trust.",
+        "Unpickling runs arbitrary code. Say `weights_only=True` for a state dict (the default "
+        "since torch 2.6); a pickled module or object needs `weights_only=False`, only for files "
+        "you trust.",
         ("security",),
     ),
     Rule(
@@ -119,7 +120,8 @@ RULES: tuple[Rule, ...] = (
         "note",
         "`pin_memory=True` hard-coded",
         "Pinned memory needs an accelerator; without one torch warns and ignores it. Use "
-        "`pin_memory=torch.cuda.is_available()`.",
+        "`pin_memory=torch.accelerator.is_available()` (torch 2.6+; before: "
+        "`torch.cuda.is_available()`).",
         ("performance",),
     ),
 )
