@@ -473,3 +473,27 @@ def test_interrupted_fix_leaves_each_file_old_or_new_and_no_temp(tmp_path, sig, 
     texts = [(tmp_path / x).read_text() for x in names]
     assert set(texts) <= {old, new}
     assert 0 < texts.count(new) < n  # it really was interrupted part-way
+
+
+@pytest.mark.parametrize(
+    "text, floor",
+    [
+        ("torch>=2.6\n", (2, 6)),
+        ('dependencies = ["torch >= 2.7, <3", "numpy"]\n', (2, 7)),
+        ("torch==2.5.1+cu121\n", (2, 5)),
+        ("torch\nnumpy\n", (0, 0)),  # says nothing about the version: the installed torch decides
+        ("torchvision>=0.20\npytorch-lightning>=2.4\n", None),
+    ],
+)
+def test_torch_floor_of_a_requirements_text(text, floor):
+    from torchdoctor.scan.fix_project import torch_floor
+
+    assert torch_floor(text) == floor
+
+
+def test_unbound_names_follow_scopes_globals_and_star_imports():
+    from torchdoctor.scan.fix_names import unbound
+
+    code = "def f(x):\n    global g\n    g = 1\n    return x + device\nprint(g, len)\n"
+    assert unbound(code) == {"device"}
+    assert unbound("from m import *\nprint(device)\n") == set()

@@ -146,7 +146,13 @@ def _apply_fixes(result, paths: tuple[str, ...], write: bool, show: bool) -> Non
             by_file.setdefault(f.path, []).append(f)
     if not by_file:
         return
-    project = project_facts(paths, _sources(iter_files(paths, include_tests=True)))
+    rules = {f.rule for fs in by_file.values() for f in fs}
+    project = project_facts(
+        paths,
+        _sources(iter_files(paths, include_tests=True)),
+        saves="TD102" in rules,
+        accelerator="TD501" in rules,
+    )
     done: set[int] = set()
     for path, findings in by_file.items():
         try:

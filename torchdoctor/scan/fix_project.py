@@ -124,6 +124,12 @@ def has_accelerator(start: str) -> bool:
     return floor is not None and floor >= ACCELERATOR_SINCE
 
 
-def project_facts(paths: Iterable[str], sources: Iterable[str]) -> ProjectFacts:
+def project_facts(
+    paths: Iterable[str], sources: Iterable[str], *, saves: bool = True, accelerator: bool = True
+) -> ProjectFacts:
+    """Only what the findings at hand need: reading every file for saves costs a second pass."""
     first = next(iter(paths), ".")
-    return ProjectFacts(saved_state_dict_paths(sources), has_accelerator(first))
+    return ProjectFacts(
+        saved_state_dict_paths(sources) if saves else frozenset(),
+        has_accelerator(first) if accelerator else False,
+    )
