@@ -104,7 +104,7 @@ def test_only_and_skip_select_checks():
     [
         (["check", "--only", "nope"], "valid ids: platform"),
         (["check", "--expect", "tpu"], "'tpu' is not one of"),
-        (["check", "--facts", "/nonexistent.json"], "cannot read facts file"),
+        (["check", "--facts", "/nonexistent.json"], "cannot read"),
         (["check", "--output", "/nonexistent/dir/r.txt"], "does not exist"),
         (["check", "--python", "/nonexistent/python"], "does not exist"),
         (["check", "--timeout", "0"], "--timeout"),

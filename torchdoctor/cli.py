@@ -155,7 +155,7 @@ def check(
         try:
             facts = facts_mod.load(facts_file)
         except ValueError as exc:
-            raise click.BadParameter(str(exc), param_hint="--facts") from exc
+            raise click.ClickException(f"--facts: {exc}") from exc  # one line, exit 2
     else:
         from . import interpreter
 

@@ -9,7 +9,7 @@ from types import ModuleType
 
 from . import __version__, externally_managed
 from .checks import ALL
-from .checks.common import Context
+from .checks.common import Context, not_in_report
 from .facts import Facts
 from .findings import Selection, normalise_fail_on
 from .model import CheckResult, Remedy, Report, Status, Verdict
@@ -34,7 +34,10 @@ def _within_expectation(module: ModuleType, ctx: Context, v: Verdict) -> Verdict
 def run_check(module: ModuleType, facts: Facts, ctx: Context) -> CheckResult:
     t0 = time.perf_counter()
     try:
-        v = _within_expectation(module, ctx, module.check(facts, ctx))
+        # A pasted report carries only some facts: checks judging others skip, never guess.
+        v = not_in_report(facts, getattr(module, "NEEDS", None)) or _within_expectation(
+            module, ctx, module.check(facts, ctx)
+        )
         v.remedies = externally_managed.adapt(v.remedies, facts)
         result = CheckResult(module.ID, module.TITLE, v.status, v.summary, v.details, v.remedies)
     except Exception as exc:  # noqa: BLE001 - one broken check must not lose the report

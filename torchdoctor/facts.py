@@ -20,6 +20,7 @@ from typing import Any
 from . import __version__, gather_smoke
 from .probes import container, host, nvml, toolchain, torch_probe
 from .probes.runner import ProbeRun, python_argv, run_probe
+from .safeio import InputError, read_text_bounded
 
 FACTS_VERSION = 1
 PROBE_DIR = Path(__file__).parent / "probes"
@@ -173,15 +174,24 @@ def gather(opts: GatherOptions) -> Facts:
 
 
 def load(path: str) -> Facts:
-    """Read a facts file; raises ValueError with a user-facing message when it is not one."""
+    """Read a facts file (``-``: stdin), a whole report, or a pasted collect_env report;
+    raises ValueError with a user-facing message when it is none of them."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ValueError(f"cannot read facts file {path!r}: {exc.strerror or exc}") from exc
+        text = read_text_bounded(path)
+    except InputError as exc:
+        raise ValueError(str(exc)) from exc
     try:
         data = json.loads(text)
     except ValueError as exc:
-        raise ValueError(f"facts file {path!r} is not valid JSON: {exc}") from exc
+        if text.lstrip().startswith(("{", "[")):
+            raise ValueError(f"facts file {path!r} is not valid JSON: {exc}") from exc
+        from .collect_env import parse  # pasted `python -m torch.utils.collect_env` output
+
+        report = parse(text)
+        if report is None:
+            where = "standard input" if path == "-" else repr(path)
+            raise ValueError(f"{where} is not a facts/report JSON or a collect_env report") from exc
+        return report
     if isinstance(data, dict) and "facts" in data and "schema_version" in data:
         data = data["facts"]  # a whole report is accepted too: its facts replay the diagnosis
     if not isinstance(data, dict) or "facts_version" not in data:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shlex
 from dataclasses import dataclass
 from typing import Any
@@ -19,10 +20,46 @@ class Context:
     smoke: bool = True
 
 
+def quote(facts: Facts, arg: str) -> str:
+    """Quote a command argument for the shell of the examined OS: cmd.exe and PowerShell both
+    take double quotes, and cmd.exe passes single quotes on literally."""
+    if dig(facts, "platform.system") == "Windows":
+        return f'"{arg}"' if re.search(r'[\s*<>|&^()"]', arg) else arg
+    return shlex.quote(arg)
+
+
+# A pasted report names no interpreter: the command that reaches the usual one on each OS
+# (`py` is Windows' launcher; it honours an active virtual environment).
+DEFAULT_PYTHON = {"Windows": "py", "Darwin": "python3"}
+
+
 def python_cmd(facts: Facts) -> str:
     """pip of the interpreter being diagnosed, so a remedy fixes that environment, not another."""
     exe = dig(facts, "platform.executable") or dig(facts, "collected.python")
-    return f"{shlex.quote(exe)} -m pip" if exe else "python -m pip"
+    if not exe:
+        return f"{DEFAULT_PYTHON.get(dig(facts, 'platform.system'), 'python')} -m pip"
+    return f"{quote(facts, exe)} -m pip"
+
+
+def not_in_report(facts: Facts, needs: tuple[str, ...] | None) -> Verdict | None:
+    """For facts read from a pasted report (collect_env): a skip when the report does not carry
+    every fact path in ``needs`` (None: the check never declared what it judges). Never a guess."""
+    source = dig(facts, "collected.source")
+    if source in (None, "probe"):
+        return None
+    carried = dig(facts, "collected.carries", [])
+    missing = (
+        [n for n in needs if not any(n == c or n.startswith(c + ".") for c in carried)]
+        if needs is not None
+        else ["what this check judges"]
+    )
+    if not missing:
+        return None
+    return verdict(
+        Status.SKIP,
+        f"not in the report ({source} does not record {', '.join(missing)})",
+        {"source": source, "missing": missing},
+    )
 
 
 def installed_family(facts: Facts) -> list[str]:
@@ -51,7 +88,7 @@ def pinned_family(facts: Facts, release: str | None = None) -> list[str]:
             pins.append(f"{pkg}=={compat.companion_minor(pkg, release)}.*")
         else:
             pins.append(pkg)
-    return [shlex.quote(p) for p in pins]
+    return [quote(facts, p) for p in pins]
 
 
 def current_variant(facts: Facts) -> str | None:

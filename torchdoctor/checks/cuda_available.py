@@ -22,6 +22,8 @@ from .common import (
 
 ID = "cuda.available"
 TITLE = "CUDA usable from torch"
+# The facts judged here (a pasted report without them skips this check).
+NEEDS = ("torch.build", "torch.cuda", "nvml")
 
 HIDING_VALUES = ("", "-1", "none", "NoDevFiles")
 

@@ -9,6 +9,8 @@ from .common import Context, install_wheel, wheel_for
 
 ID = "cuda.driver"
 TITLE = "NVIDIA driver vs the wheel's CUDA"
+# The facts judged here (a pasted report without them skips this check).
+NEEDS = ("nvml", "torch.build")
 # An accelerator-specific check: with --expect naming another target, its failures only warn.
 ACCELERATOR = "cuda"
 
@@ -37,7 +39,7 @@ def check(facts: Facts, ctx: Context) -> Verdict:
     driver = nv.get("driver_version")
     max_cuda = cuda_from_driver_api(nv.get("cuda_driver_version"))
     details = {"driver_version": driver, "driver_max_cuda": max_cuda, "wheel_cuda": wheel_cuda}
-    base = f"driver {driver} (supports CUDA ≤ {max_cuda or '?'})"
+    base = f"driver {driver}" + (f" (supports CUDA ≤ {max_cuda})" if max_cuda else "")
     if dig(facts, "torch.status") != "ok":
         return verdict(
             Status.PASS, f"{base}; torch itself could not be examined (see torch.install)", details

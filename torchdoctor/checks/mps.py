@@ -2,16 +2,40 @@
 
 from __future__ import annotations
 
+from ..data import compat
 from ..facts import Facts, dig
 from ..model import Remedy, Status, Verdict, verdict
-from .common import Context, pinned_family, probe_stuck, python_cmd, torch_ok
+from .common import (
+    Context,
+    not_in_report,
+    pinned_family,
+    probe_stuck,
+    python_cmd,
+    quote,
+    torch_ok,
+)
 
 ID = "mps"
 TITLE = "Apple MPS backend"
+# The facts judged here (a pasted report without them skips this check).
+NEEDS = ("platform", "torch.version")
 # An accelerator-specific check: with --expect naming another target, its failures only warn.
 ACCELERATOR = "mps"
 
 MIN_MACOS = (14, 0)  # torch ≥ 2.6 requires macOS 14 for MPS (older releases: 12.3/13)
+# MPS arrived in torch 1.12 needing macOS 12.3; releases before 2.6 kept that floor.
+FIRST_MPS_RELEASE = (1, 12)
+OLD_MIN_MACOS = (12, 3)
+
+
+def min_macos(torch_version: str | None) -> tuple[int, int] | None:
+    """The oldest macOS on which this torch enables MPS; None for a torch without MPS."""
+    v = compat.parse_version(torch_version)[:2]
+    if not v:
+        return MIN_MACOS
+    if v < FIRST_MPS_RELEASE:
+        return None
+    return OLD_MIN_MACOS if v < (2, 6) else MIN_MACOS
 
 
 def check(facts: Facts, ctx: Context) -> Verdict:
@@ -48,6 +72,34 @@ def check(facts: Facts, ctx: Context) -> Verdict:
             details,
             [Remedy("Install an arm64 Python and recreate the environment.")],
         )
+    version = dig(facts, "torch.version")
+    floor = min_macos(version)
+    if floor is None:
+        return verdict(
+            bad,
+            f"torch {version} predates MPS (added in torch 1.12)",
+            details,
+            [Remedy("Upgrade torch to use the GPU of an Apple Silicon Mac.")],
+        )
+    if macv and macv < floor and not mps.get("available"):
+        fixes = [Remedy("Upgrade macOS.", ("softwareupdate --list",))]
+        if macv >= OLD_MIN_MACOS:
+            fixes.append(
+                Remedy(
+                    "Or keep this macOS with torch 2.5, the last release whose MPS needs only 12.3.",
+                    (f"{python_cmd(facts)} install {quote(facts, 'torch==2.5.*')}",),
+                )
+            )
+        return verdict(
+            bad,
+            f"macOS {mac} is too old for MPS with torch {version} (needs {floor[0]}.{floor[1]}+)",
+            details,
+            fixes,
+        )
+    gap = not_in_report(facts, ("torch.mps",))
+    if gap:
+        gap.summary += f"; macOS {mac or '?'} meets MPS's minimum ({floor[0]}.{floor[1]})"
+        return gap
     if not mps.get("built"):
         return verdict(
             bad,
@@ -63,13 +115,6 @@ def check(facts: Facts, ctx: Context) -> Verdict:
             ],
         )
     if not mps.get("available"):
-        if macv and macv < MIN_MACOS:
-            return verdict(
-                bad,
-                f"macOS {mac} is too old for MPS (needs {MIN_MACOS[0]}.{MIN_MACOS[1]}+)",
-                details,
-                [Remedy("Upgrade macOS.", ("softwareupdate --list",))],
-            )
         return verdict(
             bad,
             "MPS is built but not available",

@@ -8,6 +8,8 @@ from .common import Context
 
 ID = "platform"
 TITLE = "Operating system and Python"
+# The facts judged here (a pasted report without them skips this check).
+NEEDS = ("platform",)
 
 # Python versions recent torch releases publish wheels for (compat-tables.md, section 2).
 SUPPORTED_PYTHON = ((3, 10), (3, 14))
@@ -22,10 +24,11 @@ def check(facts: Facts, ctx: Context) -> Verdict:
             {"probe": dig(facts, "probe.torch")},
         )
     pyver = tuple(int(x) for x in p.get("python_version", "0.0").split(".")[:2])
-    desc = (
-        f"{p.get('system')} {p.get('machine')}, {p.get('python_implementation')} "
-        f"{p.get('python_version')} ({p.get('python_bits')}-bit)"
-    )
+    where = " ".join(str(p[k]) for k in ("system", "machine") if p.get(k))
+    bits = f" ({p['python_bits']}-bit)" if p.get("python_bits") else ""
+    desc = f"{where}, {p.get('python_implementation', 'Python')} {p.get('python_version')}{bits}"
+    if p.get("os"):
+        desc += f", {p['os']}"
     details = {
         k: p.get(k)
         for k in (
@@ -41,6 +44,7 @@ def check(facts: Facts, ctx: Context) -> Verdict:
             "mac_ver",
             "rosetta",
             "libc",
+            "os",
         )
     }
     if p.get("python_bits") == 32:

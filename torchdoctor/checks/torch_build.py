@@ -8,6 +8,8 @@ from .common import Context, probe_stuck, torch_ok, torch_unavailable
 
 ID = "torch.build"
 TITLE = "PyTorch build flags"
+# The facts judged here (a pasted report without them skips this check).
+NEEDS = ("torch.build",)
 
 
 def describe(build: dict) -> str:

@@ -16,12 +16,15 @@ from .common import (
     installed_family,
     nvml_gpus,
     python_cmd,
+    quote,
     reinstall_torch,
     wheel_for,
 )
 
 ID = "torch.install"
 TITLE = "PyTorch installation"
+# The facts judged here (a pasted report without them skips this check).
+NEEDS = ("torch.status", "torch.version", "packages.distributions")
 
 
 def local_tag(version: str | None) -> str | None:
@@ -65,7 +68,7 @@ def _missing(facts: Facts, ctx: Context) -> Verdict:
             else "on macOS the PyPI wheel includes MPS support"
         )
         index = ""
-    cmd = f"{python_cmd(facts)} install 'torch=={release}.*'{index}"
+    cmd = f"{python_cmd(facts)} install {quote(facts, f'torch=={release}.*')}{index}"
     remedies = [Remedy(f"Install torch {release}: {why}.", (cmd,))]
     elsewhere = other_pythons.remedy(facts)
     return verdict(
@@ -287,7 +290,11 @@ def check(facts: Facts, ctx: Context) -> Verdict:
             Status.FAIL, "; ".join(p for p, _ in problems), details, [r for _, r in problems]
         )
     where = dig(facts, "torch.file", "")
-    summary = f"torch {version} imports in {dig(facts, 'torch.import_s', 0):.2f} s from {where.rsplit('/', 2)[0]}"
+    summary = (
+        f"torch {version} imports in {dig(facts, 'torch.import_s', 0):.2f} s from {where.rsplit('/', 2)[0]}"
+        if where
+        else f"torch {version} imported where the report was made"
+    )
     if "numpy" not in dig(facts, "packages.distributions", {}):
         summary += " (numpy not installed: tensor.numpy() will not work)"
     return verdict(Status.PASS, summary, details)

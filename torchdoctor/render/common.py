@@ -16,6 +16,13 @@ WORDS = {
 
 def headline(doc: dict[str, Any]) -> str:
     f = doc.get("facts", {})
+    report = f.get("collected", {}).get("report")
+    if f.get("collected", {}).get("source") == "collect_env" and report:
+        return (
+            f"torchdoctor {doc['tool']['version']} — from a collect_env report: torch "
+            f"{report.get('torch')}, Python {report.get('python') or '?'}, {report.get('os') or '?'} "
+            f"(expect: {doc['expect']})"
+        )
     p = f.get("platform", {})
     t = f.get("torch", {})
     torch = f"torch {t['version']}" if t.get("version") else f"torch: {t.get('status', 'unknown')}"
