@@ -24,7 +24,7 @@ def facts():
 
 
 def run_cli(
-    *args: str, timeout: float = 120, env: dict | None = None
+    *args: str, timeout: float = 120, env: dict | None = None, input: str | None = None
 ) -> subprocess.CompletedProcess:
     """``python -m torchdoctor ARGS`` in a real subprocess: real exit codes, real streams."""
     full_env = {**os.environ, "NO_COLOR": "1", **(env or {})}
@@ -32,6 +32,7 @@ def run_cli(
         [sys.executable, "-m", "torchdoctor", *args],
         capture_output=True,
         text=True,
+        input=input,
         timeout=timeout,
         env=full_env,
         cwd=REPO,

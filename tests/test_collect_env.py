@@ -1,0 +1,212 @@
+"""Pasted `python -m torch.utils.collect_env` reports, diagnosed like a probe's facts.
+
+Fixtures in tests/collect_env/: `*_real.txt` were produced by collect_env on this machine; the
+others were written for this suite from collect_env's source of each era (labels, placeholders,
+Yes/No vs True/False, the CPU block, [pip3]/[conda] lines), none copied from a public report.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_cli
+from torchdoctor import collect_env, engine
+from torchdoctor.checks.common import Context
+from torchdoctor.facts import load
+from torchdoctor.model import Status
+
+DIR = Path(__file__).parent / "collect_env"
+FIXTURES = sorted(p.name for p in DIR.iterdir())
+
+
+def judge(name: str, expect: str = "auto") -> dict:
+    facts = load(str(DIR / name))
+    report = engine.diagnose(facts, Context(expect=expect), engine.select())
+    return {c.id: c for c in report.checks}
+
+
+def commands(result) -> list[str]:
+    return [cmd for r in result.remedies for cmd in r.commands]
+
+
+@pytest.mark.parametrize("name", FIXTURES)
+def test_every_fixture_is_read_as_a_report_and_never_errors(name):
+    text = (DIR / name).read_text(encoding="utf-8")
+    facts = load(str(DIR / name))
+    assert facts["collected"]["source"] == "collect_env"
+    stated = next(ln for ln in text.splitlines() if ln.startswith("PyTorch version:"))
+    assert facts["torch"]["version"] == stated.split(":", 1)[1].strip()
+    checks = judge(name)
+    assert not [c.id for c in checks.values() if c.status == Status.ERROR]
+    # Nothing the report cannot carry is judged: the smoke test never runs, host facts are absent.
+    for cid in ("smoke.compute", "host", "container", "env", "torch.libs", "extensions"):
+        assert checks[cid].status == Status.SKIP
+        assert checks[cid].summary.startswith("not in the report")
+
+
+def test_real_collect_env_of_torch_2_13_cpu_on_this_machine():
+    facts = load(str(DIR / "linux_torch2.13_cpu_real.txt"))
+    assert facts["torch"]["build"] == {"variant": "cpu", "cuda": None, "hip": None, "debug": False}
+    assert facts["platform"]["libc"] == "glibc 2.36"
+    assert facts["platform"]["system"] == "Linux" and facts["platform"]["machine"] == "x86_64"
+    assert "avx2" in facts["host"]["cpu"]["flags"]
+    assert facts["nvml"]["status"] == "unavailable"
+    checks = judge("linux_torch2.13_cpu_real.txt")
+    assert checks["torch.build"].status == Status.PASS
+    assert checks["cuda.available"].status == Status.SKIP
+
+
+def test_cu128_wheel_on_driver_470_fails_cuda_driver_with_the_smallest_fixes():
+    checks = judge("linux_torch2.7_cu128_driver470.txt")
+    driver = checks["cuda.driver"]
+    assert driver.status == Status.FAIL
+    assert "470.256.02 is too old for the wheel's CUDA 12.8 (needs ≥ 570.26)" in driver.summary
+    cmds = commands(driver)
+    # Keep the driver: the same torch release from an index whose CUDA the driver runs.
+    assert any(
+        c.startswith("python -m pip install --force-reinstall torch==2.7.1 'torchvision==0.22.*'")
+        and c.endswith("--index-url https://download.pytorch.org/whl/cu118")
+        for c in cmds
+    ), cmds
+    assert checks["cuda.available"].details["reason"] == "driver_too_old"
+
+
+def test_torch_not_compiled_with_cuda_enabled_cpu_wheel_on_a_windows_gpu():
+    checks = judge("windows_torch2.5_cpu_wheel_rtx4070.txt")
+    result = checks["cuda.available"]
+    assert result.status == Status.FAIL
+    assert "cpu-only build" in result.summary and "RTX 4070 Laptop GPU" in result.summary
+    (cmd,) = commands(result)
+    # Windows: the py launcher, and double quotes (cmd.exe passes single quotes on literally).
+    assert cmd.startswith("py -m pip install --force-reinstall torch==2.5.1 ")
+    assert '"torchvision==0.20.*"' in cmd and '"torchaudio==2.5.*"' in cmd and "'" not in cmd
+    assert cmd.endswith("--index-url https://download.pytorch.org/whl/cu124")
+    assert checks["platform"].summary.startswith("Windows AMD64, Python 3.12.7 (64-bit)")
+
+
+def test_mps_backend_needs_macos_12_3_on_a_macos_12_2_report():
+    checks = judge("macos_torch2.5_arm64_macos12.2.txt")
+    assert checks["mps"].status == Status.WARN
+    assert "macOS 12.2 is too old for MPS with torch 2.5.1 (needs 12.3+)" in checks["mps"].summary
+    assert judge("macos_torch2.5_arm64_macos12.2.txt", "mps")["mps"].status == Status.FAIL
+    assert checks["cuda.available"].status == Status.SKIP  # no CUDA wheels on macOS: not a fault
+
+
+def test_mps_backend_is_supported_on_macos_14_for_new_torch_offers_torch_2_5_on_macos_13():
+    text = (DIR / "macos_torch2.5_arm64_macos12.2.txt").read_text()
+    facts = collect_env.parse(text.replace("12.2", "13.6").replace("2.5.1", "2.7.0"))
+    result = engine.run_check(engine.select(["mps"])[0], facts, Context())
+    assert "macOS 13.6 is too old for MPS with torch 2.7.0 (needs 14.0+)" in result.summary
+    assert "python3 -m pip install 'torch==2.5.*'" in commands(result)
+    # On a macOS that meets the floor, MPS availability is simply not in a collect_env report.
+    facts = collect_env.parse(text.replace("12.2", "14.5"))
+    result = engine.run_check(engine.select(["mps"])[0], facts, Context())
+    assert result.status == Status.SKIP and result.summary.startswith("not in the report")
+
+
+def test_rosetta_x86_64_python_on_an_apple_m2_report():
+    checks = judge("macos_torch2.2_rosetta.txt")
+    assert checks["platform"].status == Status.FAIL and "Rosetta" in checks["platform"].summary
+    assert "Rosetta" in checks["mps"].summary
+    assert load(str(DIR / "macos_torch2.2_rosetta.txt"))["packages"]["conda"]["pytorch"] == {
+        "version": "2.2.2",
+        "build": "py3.10_0",
+        "channel": "pytorch",
+    }
+
+
+def test_legacy_1_4_report_with_yes_no_flags_cpu_build_beside_a_gtx_1080_ti():
+    facts = load(str(DIR / "linux_torch1.4_legacy_cpu_build_gpu.txt"))
+    assert facts["torch"]["build"]["debug"] is False
+    assert facts["torch"]["cuda"] == {"available": False}
+    assert facts["platform"]["python_version"] == "3.7"
+    assert facts["nvml"]["devices"] == [{"index": 0, "name": "GeForce GTX 1080 Ti"}]
+    assert facts["nvml"]["driver_version"] == "440.64"
+    result = judge("linux_torch1.4_legacy_cpu_build_gpu.txt")["cuda.available"]
+    assert result.status == Status.FAIL and "GeForce GTX 1080 Ti" in result.summary
+
+
+def test_numpy_2_beside_torch_1_12_compiled_using_numpy_1x():
+    checks = judge("linux_torch1.12_cu113_numpy2.txt")
+    assert checks["torch.install"].status == Status.FAIL
+    assert "numpy 2.0.1 with torch 1.12.1+cu113" in checks["torch.install"].summary
+    assert 'python -m pip install "numpy<2"' in commands(checks["torch.install"])
+    assert checks["cuda.available"].summary == "CUDA available: 4 device(s)"
+
+
+def test_rocm_report_names_the_gfx_target_and_skips_what_needs_the_arch_list():
+    facts = load(str(DIR / "linux_torch2.3_rocm6.0_rx6700xt.txt"))
+    assert facts["torch"]["build"]["variant"] == "rocm"
+    assert facts["torch"]["build"]["hip"] == "6.0.32830-d62f6a171"
+    assert facts["torch"]["cuda"]["devices"][0]["gcn_arch_name"] == "gfx1031"
+    checks = judge("linux_torch2.3_rocm6.0_rx6700xt.txt")
+    assert checks["cuda.available"].status == Status.PASS
+    assert checks["rocm"].summary.startswith("not in the report")
+
+
+def test_report_fenced_inside_an_issue_body_with_text_around_it():
+    facts = load(str(DIR / "issue_body_fenced_two_gpus.md"))
+    assert [d["name"] for d in facts["nvml"]["devices"]] == ["NVIDIA L40S", "NVIDIA L40S"]
+    assert facts["packages"]["distributions"]["torchaudio"] == {"version": "2.1.2+cu121"}
+    assert facts["platform"]["libc"] == "glibc 2.28"
+    checks = judge("issue_body_fenced_two_gpus.md")
+    assert checks["cuda.driver"].status == Status.PASS
+    assert checks["cuda.available"].summary == "CUDA available: 2 device(s)"
+
+
+@pytest.mark.parametrize(
+    "wrap",
+    [
+        lambda t: "\n".join("> " + ln for ln in t.splitlines()),  # quoted in a reply
+        lambda t: t.replace("\n", "\r\n"),  # saved on Windows
+        lambda t: "Here is my env:\n\n```text\n" + t + "```\n\nThanks!",  # fenced with prose
+        lambda t: "\n".join(">> " + ln for ln in t.splitlines()),  # a quote of a quote
+    ],
+)
+def test_quoted_fenced_and_crlf_pastes_read_the_same(wrap):
+    text = (DIR / "linux_torch2.7_cu128_driver470.txt").read_text()
+    assert collect_env.parse(wrap(text)) == collect_env.parse(text)
+
+
+def test_prose_that_mentions_pytorch_version_is_not_a_report():
+    assert collect_env.parse("I use PyTorch version: 2.1 on Ubuntu.\nIt crashes.") is None
+    assert collect_env.parse("") is None
+
+
+def test_report_where_import_torch_failed_is_an_import_error_not_a_guess():
+    text = (DIR / "linux_torch2.7_cu128_driver470.txt").read_text()
+    facts = collect_env.parse(text.replace("PyTorch version: 2.7.1+cu128", "PyTorch version: N/A"))
+    assert facts["torch"]["status"] == "import_error"
+    report = engine.diagnose(facts, Context(), engine.select())
+    checks = {c.id: c for c in report.checks}
+    assert checks["torch.install"].status == Status.FAIL
+    assert checks["torch.build"].summary.startswith("not in the report")
+
+
+def test_cli_reads_a_report_from_stdin_and_says_where_the_facts_came_from():
+    text = (DIR / "windows_torch2.5_cpu_wheel_rtx4070.txt").read_text()
+    proc = run_cli("check", "--facts", "-", "--format", "markdown", input=text)
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stdout.startswith(
+        "### torchdoctor 0.1.0 — from a collect_env report: torch 2.5.1+cpu, Python 3.12.7, "
+        "Microsoft Windows 11 Home"
+    )
+    doc = json.loads(
+        run_cli("check", "--facts", str(DIR / "macos_torch2.2_rosetta.txt"), "--json").stdout
+    )
+    assert doc["facts"]["collected"]["source"] == "collect_env"
+    assert doc["facts"]["collected"]["report"]["torch"] == "2.2.2"
+    assert doc["facts"]["collected"]["report"]["os"] == "macOS 14.4.1"
+
+
+def test_cli_text_that_is_neither_facts_nor_a_report_exits_2_in_one_line(tmp_path):
+    p = tmp_path / "notes.txt"
+    p.write_text("just some notes\n")
+    proc = run_cli("check", "--facts", str(p))
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        f"Error: --facts: {str(p)!r} is not a facts/report JSON or a collect_env report"
+    ]
