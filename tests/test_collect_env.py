@@ -210,3 +210,36 @@ def test_cli_text_that_is_neither_facts_nor_a_report_exits_2_in_one_line(tmp_pat
     assert proc.stderr.strip().splitlines() == [
         f"Error: --facts: {str(p)!r} is not a facts/report JSON or a collect_env report"
     ]
+
+
+def test_windows_1_8_report_with_cudnn_dll_path_and_short_python_version():
+    facts = load(str(DIR / "windows_torch1.8_cu111_rtx3060.txt"))
+    assert facts["platform"]["system"] == "Windows"
+    assert facts["platform"]["python_version"] == "3.8" and facts["platform"]["python_bits"] == 64
+    assert facts["torch"]["build"]["cuda"] == "11.1"
+    assert facts["torch"]["cuda"] == {"available": True, "device_count": 1}
+    checks = judge("windows_torch1.8_cu111_rtx3060.txt")
+    assert checks["cuda.available"].status == Status.PASS
+    assert checks["mps"].summary == "MPS exists only on macOS (this is Windows)"
+
+
+def test_mac_osx_10_15_report_of_torch_1_7_debug_build_predates_mps():
+    facts = load(str(DIR / "macos_torch1.7_intel_mac_osx.txt"))
+    assert facts["platform"]["mac_ver"] == "10.15.7"
+    # pip's legacy "name (version)" list format
+    assert facts["packages"]["distributions"]["numpy"] == {"version": "1.19.5"}
+    checks = judge("macos_torch1.7_intel_mac_osx.txt")
+    assert checks["mps"].summary == "torch 1.7.1 predates MPS (added in torch 1.12)"
+    assert (
+        checks["torch.build"].status == Status.WARN
+        and "debug build" in checks["torch.build"].summary
+    )
+
+
+def test_xpu_report_with_intel_driver_and_device_blocks():
+    facts = load(str(DIR / "linux_torch2.8_xpu_arc.txt"))
+    assert facts["torch"]["build"]["variant"] == "xpu"
+    # Reading goes on past the multi-line Intel blocks to the CPU block and package list.
+    assert facts["collected"]["report"]["labels"][-2:] == ["CPU", "Versions of relevant libraries"]
+    result = judge("linux_torch2.8_xpu_arc.txt")["xpu"]
+    assert result.summary == "XPU available: 1 device(s): Intel(R) Arc(TM) A770 Graphics"

@@ -262,6 +262,14 @@ def torch_facts(fields: dict[str, str], dists: dict[str, Any]) -> dict[str, Any]
         if available:
             cuda_facts["device_count"] = len(_gpus(fields)) or len(cuda_facts.get("devices", []))
         torch["cuda"] = cuda_facts
+    if _flag(value(fields, "xpu_available")):
+        # Only a yes is carried: a no comes without the render nodes that would say why.
+        names = re.findall(r"\bname='([^']+)'", fields.get("intel_detected") or "")
+        torch["xpu"] = {
+            "available": True,
+            "device_count": len(names),
+            "devices": [{"name": n} for n in names],
+        }
     return torch
 
 
@@ -299,7 +307,7 @@ def to_facts(fields: dict[str, str]) -> dict[str, Any]:
     }
     carries = ["platform", "packages.distributions", "torch.status", "torch.version"]
     carries += ["torch.build"] if "build" in torch else []
-    carries += ["torch.cuda"] if "cuda" in torch else []
+    carries += [k for k in ("torch.cuda", "torch.xpu") if k.split(".")[1] in torch]
     if "gpus" in fields or "driver" in fields:
         facts["nvml"] = nvml_facts(fields)
         carries.append("nvml")
