@@ -48,16 +48,14 @@ def not_in_report(facts: Facts, needs: tuple[str, ...] | None) -> Verdict | None
     if source in (None, "probe"):
         return None
     carried = dig(facts, "collected.carries", [])
-    missing = (
-        [n for n in needs if not any(n == c or n.startswith(c + ".") for c in carried)]
-        if needs is not None
-        else ["what this check judges"]
-    )
+    if needs is None:
+        return verdict(Status.SKIP, "not in the report", {"source": source})
+    missing = [n for n in needs if not any(n == c or n.startswith(c + ".") for c in carried)]
     if not missing:
         return None
     return verdict(
         Status.SKIP,
-        f"not in the report ({source} does not record {', '.join(missing)})",
+        f"not in the report (no {', '.join(missing)})",
         {"source": source, "missing": missing},
     )
 
