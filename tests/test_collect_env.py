@@ -13,7 +13,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from tests.conftest import run_cli
+from tests.conftest import REPO, run_cli
 from torchdoctor import collect_env, engine
 from torchdoctor.checks.common import Context
 from torchdoctor.facts import load
@@ -197,6 +197,9 @@ def test_cli_reads_a_report_from_stdin_and_says_where_the_facts_came_from():
     )
     doc = json.loads(
         run_cli("check", "--facts", str(DIR / "macos_torch2.2_rosetta.txt"), "--json").stdout
+    )
+    jsonschema.validate(
+        doc, json.loads((REPO / "torchdoctor/schema/report.schema.json").read_text())
     )
     assert doc["facts"]["collected"]["source"] == "collect_env"
     assert doc["facts"]["collected"]["report"]["torch"] == "2.2.2"
