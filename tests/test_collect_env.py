@@ -247,3 +247,34 @@ def test_xpu_report_with_intel_driver_and_device_blocks():
     assert facts["collected"]["report"]["labels"][-2:] == ["CPU", "Versions of relevant libraries"]
     result = judge("linux_torch2.8_xpu_arc.txt")["xpu"]
     assert result.summary == "XPU available: 1 device(s): Intel(R) Arc(TM) A770 Graphics"
+
+
+def test_wsl2_report_driver_too_old_points_at_the_windows_driver():
+    text = (DIR / "linux_torch2.7_cu128_driver470.txt").read_text()
+    wsl = text.replace(
+        "Linux-5.15.0-139-generic-x86_64", "Linux-5.15.167.4-microsoft-standard-WSL2-x86_64"
+    )
+    facts = collect_env.parse(wsl)
+    assert facts["platform"]["wsl"] is True
+    result = engine.run_check(engine.select(["cuda.driver"])[0], facts, Context())
+    assert "never a Linux driver inside WSL2" in result.remedies[0].text
+
+
+def test_windows_report_cuda_build_unavailable_gets_no_dev_nvidia_uvm_advice():
+    text = (DIR / "windows_torch1.8_cu111_rtx3060.txt").read_text()
+    facts = collect_env.parse(text.replace("Is CUDA available: True", "Is CUDA available: False"))
+    result = engine.run_check(engine.select(["cuda.available"])[0], facts, Context())
+    assert result.status == Status.FAIL
+    assert "/dev/" not in " ".join(r.text + " ".join(r.commands) for r in result.remedies)
+    assert commands(result) == ["nvidia-smi"]
+
+
+@pytest.mark.parametrize("name", FIXTURES)
+def test_a_report_cut_short_anywhere_never_breaks_a_check(name):
+    lines = (DIR / name).read_text(encoding="utf-8").splitlines()
+    for end in range(len(lines)):
+        facts = collect_env.parse("\n".join(lines[:end]))
+        if facts is None:
+            continue
+        report = engine.diagnose(facts, Context(), engine.select())
+        assert not [c.summary for c in report.checks if c.status == Status.ERROR], end

@@ -305,7 +305,8 @@ def to_facts(fields: dict[str, str]) -> dict[str, Any]:
         "packages": packages,
         "torch": torch,
     }
-    carries = ["platform", "packages.distributions", "torch.status", "torch.version"]
+    carries = ["packages.distributions", "torch.status", "torch.version"]
+    carries += ["platform"] if facts["platform"] else []  # a paste cut before the OS line
     carries += ["torch.build"] if "build" in torch else []
     carries += [k for k in ("torch.cuda", "torch.xpu") if k.split(".")[1] in torch]
     if "gpus" in fields or "driver" in fields:

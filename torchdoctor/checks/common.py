@@ -41,6 +41,14 @@ def python_cmd(facts: Facts) -> str:
     return f"{quote(facts, exe)} -m pip"
 
 
+def driver_install_hint(facts: Facts) -> str:
+    """Where the NVIDIA driver comes from on the examined OS (WSL2 takes the Windows one)."""
+    if dig(facts, "platform.system") == "Windows" or dig(facts, "platform.wsl"):
+        inside = " — never a Linux driver inside WSL2" if dig(facts, "platform.wsl") else ""
+        return f"Windows: the NVIDIA App or nvidia.com/drivers{inside}"
+    return "Ubuntu: `sudo ubuntu-drivers install`; elsewhere your distribution's driver package"
+
+
 def not_in_report(facts: Facts, needs: tuple[str, ...] | None) -> Verdict | None:
     """For facts read from a pasted report (collect_env): a skip when the report does not carry
     every fact path in ``needs`` (None: the check never declared what it judges). Never a guess."""

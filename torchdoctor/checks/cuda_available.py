@@ -11,6 +11,7 @@ from ..model import Remedy, Status, Verdict, verdict
 from . import container
 from .common import (
     Context,
+    driver_install_hint,
     install_wheel,
     nvml_gpus,
     probe_stuck,
@@ -103,16 +104,19 @@ def _why_unavailable(facts: Facts, expect: str) -> Reason:
             else ("sudo rmmod nvidia_uvm && sudo modprobe nvidia_uvm",),
         )
         return Reason("init_failed", f"CUDA initialisation failed: {warnings[:300]}", [rem])
-    return Reason(
-        "unknown",
-        "NVML sees GPUs but torch.cuda.is_available() is False",
-        [
-            Remedy(
-                "Check that /dev/nvidia-uvm exists and nvidia_uvm is loaded.",
-                ("ls -l /dev/nvidia-uvm",),
-            )
-        ],
-    )
+    if dig(facts, "platform.system") == "Windows":
+        # No /dev/nvidia-uvm on Windows: the driver install itself is the usual suspect.
+        fix = Remedy(
+            f"Reinstall or update the NVIDIA driver ({driver_install_hint(facts)}), reboot, and "
+            "check that nvidia-smi lists the GPU.",
+            ("nvidia-smi",),
+        )
+    else:
+        fix = Remedy(
+            "Check that /dev/nvidia-uvm exists and nvidia_uvm is loaded.",
+            ("ls -l /dev/nvidia-uvm",),
+        )
+    return Reason("unknown", "NVML sees GPUs but torch.cuda.is_available() is False", [fix])
 
 
 def _rocm_unavailable(facts: Facts, ctx: Context, details: dict) -> Verdict:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..data import compat
 from ..facts import Facts, dig
 from ..model import Remedy, Status, Verdict, verdict
-from .common import Context, install_wheel, wheel_for
+from .common import Context, driver_install_hint, install_wheel, wheel_for
 
 ID = "cuda.driver"
 TITLE = "NVIDIA driver vs the wheel's CUDA"
@@ -59,8 +59,8 @@ def check(facts: Facts, ctx: Context) -> Verdict:
         [install_wheel(facts, choice, "Or keep this driver.")] if choice and not same else []
     )
     upgrade = Remedy(
-        f"Upgrade the NVIDIA driver to {need or 'a newer release'} or later (Ubuntu: "
-        "`sudo ubuntu-drivers install`; elsewhere your distribution's driver package).",
+        f"Upgrade the NVIDIA driver to {need or 'a newer release'} or later "
+        f"({driver_install_hint(facts)}).",
         ("nvidia-smi",),
     )
     if support == "minor_compat":

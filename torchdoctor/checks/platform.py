@@ -23,7 +23,8 @@ def check(facts: Facts, ctx: Context) -> Verdict:
             "the probe reported no platform facts",
             {"probe": dig(facts, "probe.torch")},
         )
-    pyver = tuple(int(x) for x in p.get("python_version", "0.0").split(".")[:2])
+    # A report may not state the Python version: then there is nothing to judge it by.
+    pyver = tuple(int(x) for x in (p.get("python_version") or "").split(".")[:2] if x.isdigit())
     where = " ".join(str(p[k]) for k in ("system", "machine") if p.get(k))
     bits = f" ({p['python_bits']}-bit)" if p.get("python_bits") else ""
     desc = f"{where}, {p.get('python_implementation', 'Python')} {p.get('python_version')}{bits}"
