@@ -278,3 +278,30 @@ def test_a_report_cut_short_anywhere_never_breaks_a_check(name):
             continue
         report = engine.diagnose(facts, Context(), engine.select())
         assert not [c.summary for c in report.checks if c.status == Status.ERROR], end
+
+
+def test_real_collect_env_of_the_torch_2_14_cuda_wheel_on_this_gpu_less_machine():
+    facts = load(str(DIR / "linux_torch2.14_cu130_no_gpu_real.txt"))
+    # PyPI's CUDA wheel: torch.__version__ has the local tag, pip's metadata does not.
+    assert facts["torch"]["version"] == "2.14.1+cu130"
+    assert facts["packages"]["distributions"]["torch"] == {"version": "2.14.1"}
+    assert facts["packages"]["nvidia_wheels"]["nvidia-cudnn-cu13"] == "9.24.0.43"
+    checks = judge("linux_torch2.14_cu130_no_gpu_real.txt")
+    result = checks["cuda.available"]
+    assert result.status == Status.WARN
+    assert "CUDA build of torch on a machine without an NVIDIA GPU" in result.summary
+    assert (
+        "python -m pip install --force-reinstall torch==2.14.1 "
+        "--index-url https://download.pytorch.org/whl/cpu"
+    ) in commands(result)
+    # The pip list was collected and has no numpy: that absence is a fact of the report.
+    assert "numpy not installed" in checks["torch.install"].summary
+
+
+def test_numpy_absence_is_not_claimed_when_the_pip_list_was_not_collected():
+    text = (DIR / "linux_torch2.14_cu130_no_gpu_real.txt").read_text()
+    head, _, _ = text.partition("Versions of relevant libraries:")
+    facts = collect_env.parse(head + "Versions of relevant libraries:\n[pip3] Could not collect\n")
+    assert "packages.distributions" not in facts["collected"]["carries"]
+    result = engine.run_check(engine.select(["torch.install"])[0], facts, Context())
+    assert result.status == Status.PASS and "numpy" not in result.summary

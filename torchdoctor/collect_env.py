@@ -206,7 +206,11 @@ def packages_facts(fields: dict[str, str]) -> dict[str, Any]:
     for name, rec in conda.items():
         # conda calls torch "pytorch"; a pip entry for the same package wins (it is what imports).
         dists.setdefault("torch" if name == "pytorch" else name, {"version": rec["version"]})
-    out: dict[str, Any] = {"distributions": dists}
+    listed = any(
+        (m := _PKG.match(ln.strip())) and m.group(2).strip().lower() != "could not collect"
+        for ln in (fields.get("libraries") or "").splitlines()
+    )
+    out: dict[str, Any] = {"distributions": dists, "listed": listed}
     if conda:
         out["conda"] = conda
     nvidia = {n: r["version"] for n, r in pip.items() if n.startswith("nvidia-")}
@@ -305,7 +309,9 @@ def to_facts(fields: dict[str, str]) -> dict[str, Any]:
         "packages": packages,
         "torch": torch,
     }
-    carries = ["packages.distributions", "torch.status", "torch.version"]
+    carries = ["torch.status", "torch.version"]
+    # "[pip3] Could not collect" and no conda list: which packages are installed is unknown.
+    carries += ["packages.distributions"] if packages.pop("listed") else []
     carries += ["platform"] if facts["platform"] else []  # a paste cut before the OS line
     carries += ["torch.build"] if "build" in torch else []
     carries += [k for k in ("torch.cuda", "torch.xpu") if k.split(".")[1] in torch]

@@ -14,6 +14,7 @@ from .common import (
     current_variant,
     install_command,
     installed_family,
+    not_in_report,
     nvml_gpus,
     python_cmd,
     quote,
@@ -24,7 +25,7 @@ from .common import (
 ID = "torch.install"
 TITLE = "PyTorch installation"
 # The facts judged here (a pasted report without them skips this check).
-NEEDS = ("torch.status", "torch.version", "packages.distributions")
+NEEDS = ("torch.status", "torch.version")
 
 
 def local_tag(version: str | None) -> str | None:
@@ -295,6 +296,7 @@ def check(facts: Facts, ctx: Context) -> Verdict:
         if where
         else f"torch {version} imported where the report was made"
     )
-    if "numpy" not in dig(facts, "packages.distributions", {}):
+    listed = not_in_report(facts, ("packages.distributions",)) is None  # a report's pip list
+    if listed and "numpy" not in dig(facts, "packages.distributions", {}):
         summary += " (numpy not installed: tensor.numpy() will not work)"
     return verdict(Status.PASS, summary, details)
