@@ -305,3 +305,10 @@ def test_numpy_absence_is_not_claimed_when_the_pip_list_was_not_collected():
     assert "packages.distributions" not in facts["collected"]["carries"]
     result = engine.run_check(engine.select(["torch.install"])[0], facts, Context())
     assert result.status == Status.PASS and "numpy" not in result.summary
+
+
+def test_torch_not_compiled_with_cuda_enabled_on_a_mac_points_at_mps_not_a_driver():
+    checks = judge("macos_torch2.5_arm64_macos12.2.txt", expect="cuda")
+    for cid in ("cuda.driver", "cuda.available"):
+        assert checks[cid].status == Status.FAIL
+        assert "macOS has no CUDA" in checks[cid].remedies[0].text, cid

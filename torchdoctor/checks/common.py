@@ -41,6 +41,13 @@ def python_cmd(facts: Facts) -> str:
     return f"{quote(facts, exe)} -m pip"
 
 
+# macOS has had no CUDA since NVIDIA dropped it, and PyTorch publishes no CUDA wheels for it.
+NO_CUDA_ON_MACOS = Remedy(
+    "macOS has no CUDA and PyTorch ships no CUDA wheels for it: use the Apple GPU through MPS "
+    "(`--expect mps`), or run CUDA work on a Linux or Windows machine with an NVIDIA GPU."
+)
+
+
 def driver_install_hint(facts: Facts) -> str:
     """Where the NVIDIA driver comes from on the examined OS (WSL2 takes the Windows one)."""
     if dig(facts, "platform.system") == "Windows" or dig(facts, "platform.wsl"):

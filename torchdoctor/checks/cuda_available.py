@@ -10,6 +10,7 @@ from ..facts import Facts, dig
 from ..model import Remedy, Status, Verdict, verdict
 from . import container
 from .common import (
+    NO_CUDA_ON_MACOS,
     Context,
     driver_install_hint,
     install_wheel,
@@ -201,7 +202,9 @@ def check(facts: Facts, ctx: Context) -> Verdict:
             f"CUDA expected, but torch is a {variant} build and {why}",
             details,
             [
-                Remedy(
+                NO_CUDA_ON_MACOS
+                if dig(facts, "platform.system") == "Darwin"
+                else Remedy(
                     "Run on a machine (or a container started with `--gpus all`) that has an "
                     "NVIDIA GPU, and install a CUDA build of torch.",
                     ("nvidia-smi",),

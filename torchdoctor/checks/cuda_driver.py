@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..data import compat
 from ..facts import Facts, dig
 from ..model import Remedy, Status, Verdict, verdict
-from .common import Context, driver_install_hint, install_wheel, wheel_for
+from .common import NO_CUDA_ON_MACOS, Context, driver_install_hint, install_wheel, wheel_for
 
 ID = "cuda.driver"
 TITLE = "NVIDIA driver vs the wheel's CUDA"
@@ -32,7 +32,13 @@ def check(facts: Facts, ctx: Context) -> Verdict:
             status,
             f"no NVIDIA driver found ({reason})",
             {"nvml": nv},
-            [Remedy("Install the NVIDIA driver; in a container, start it with `--gpus all`.")]
+            [
+                NO_CUDA_ON_MACOS
+                if dig(facts, "platform.system") == "Darwin"
+                else Remedy(
+                    "Install the NVIDIA driver; in a container, start it with `--gpus all`."
+                )
+            ]
             if status == Status.FAIL
             else [],
         )
