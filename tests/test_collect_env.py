@@ -312,3 +312,15 @@ def test_torch_not_compiled_with_cuda_enabled_on_a_mac_points_at_mps_not_a_drive
     for cid in ("cuda.driver", "cuda.available"):
         assert checks[cid].status == Status.FAIL
         assert "macOS has no CUDA" in checks[cid].remedies[0].text, cid
+
+
+def test_report_without_torch_gets_the_install_command_for_the_reporters_os_and_gpu():
+    text = (DIR / "windows_torch2.5_cpu_wheel_rtx4070.txt").read_text()
+    text = text.replace("PyTorch version: 2.5.1+cpu", "PyTorch version: N/A")
+    facts = collect_env.parse(text.replace("[pip3] torch==2.5.1+cpu", ""))
+    assert facts["torch"]["status"] == "missing"
+    assert facts["collected"]["report"]["torch"] == "not installed"
+    result = engine.run_check(engine.select(["torch.install"])[0], facts, Context())
+    assert result.status == Status.FAIL
+    (cmd,) = commands(result)
+    assert cmd.startswith("py -m pip install torch --index-url https://download.pytorch.org/whl/cu")

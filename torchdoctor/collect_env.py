@@ -327,7 +327,8 @@ def to_facts(fields: dict[str, str]) -> dict[str, Any]:
         "torchdoctor_version": __version__,
         "carries": carries,
         "report": {
-            "torch": value(fields, "torch") or "not importable",
+            "torch": torch.get("version")
+            or ("not installed" if torch["status"] == "missing" else "not importable"),
             "os": facts["platform"].get("os") or facts["platform"].get("system"),
             "python": facts["platform"].get("python_version"),
             "labels": [k for k, v in LABELS.items() if v in fields],
