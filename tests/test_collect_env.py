@@ -324,3 +324,10 @@ def test_report_without_torch_gets_the_install_command_for_the_reporters_os_and_
     assert result.status == Status.FAIL
     (cmd,) = commands(result)
     assert cmd.startswith("py -m pip install torch --index-url https://download.pytorch.org/whl/cu")
+
+
+def test_report_saved_by_windows_powershell_as_utf16_is_read(tmp_path):
+    text = (DIR / "windows_torch2.5_cpu_wheel_rtx4070.txt").read_text()
+    saved = tmp_path / "env.txt"
+    saved.write_bytes(text.encode("utf-16"))  # with a BOM, as PowerShell 5's `>` writes it
+    assert load(str(saved)) == collect_env.parse(text)

@@ -57,8 +57,10 @@ def read_bounded(path: str, limit: int = DEFAULT_READ_LIMIT, *, allow_stdin: boo
 
 def read_text_bounded(path: str, limit: int = DEFAULT_READ_LIMIT, **kw) -> str:
     data = read_bounded(path, limit, **kw)
+    # Windows PowerShell 5's `>` writes UTF-16 with a BOM (a saved collect_env report, say).
+    encoding = "utf-16" if data[:2] in (b"\xff\xfe", b"\xfe\xff") else "utf-8-sig"
     try:
-        return data.decode("utf-8-sig")
+        return data.decode(encoding)
     except UnicodeDecodeError as exc:
         where = "standard input" if path == "-" else repr(path)
         raise InputError(f"{where} is not UTF-8 text (byte {exc.start})") from None
