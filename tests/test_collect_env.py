@@ -331,3 +331,13 @@ def test_report_saved_by_windows_powershell_as_utf16_is_read(tmp_path):
     saved = tmp_path / "env.txt"
     saved.write_bytes(text.encode("utf-16"))  # with a BOM, as PowerShell 5's `>` writes it
     assert load(str(saved)) == collect_env.parse(text)
+
+
+def test_windows_cpu_block_from_wmic_with_cr_cr_lf_and_blank_lines():
+    text = (DIR / "windows_torch2.5_cpu_wheel_rtx4070.txt").read_bytes().decode()
+    wmic = text.replace("\r\n", "\r\r\n")
+    assert collect_env.parse(wmic) == collect_env.parse(text)
+    spaced = text.replace("Architecture=9\r\n", "\r\n\r\nArchitecture=9\r\n\r\n")
+    facts = collect_env.parse(spaced)
+    assert facts["host"]["cpu"]["model"] == "13th Gen Intel(R) Core(TM) i7-13700H"
+    assert facts["platform"]["machine"] == "AMD64"

@@ -82,7 +82,8 @@ def _flag(text: str | None) -> bool | None:
 def _lines(text: str) -> list[str]:
     """Lines with markdown quoting and fences removed (the report inside a comment or fence)."""
     out = []
-    for raw in text.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
+    # wmic (the Windows CPU block of 2.1-2.5) ends its lines with \r\r\n: one line break.
+    for raw in re.sub(r"\r+\n?", "\n", text).split("\n"):
         line = _QUOTE.sub("", raw).rstrip()
         if not _FENCE.match(line):
             out.append(line)
@@ -122,7 +123,8 @@ def split_fields(text: str) -> dict[str, str] | None:
             if line.strip():
                 fields[current] += "\n" + line.strip()
         elif not line.strip():
-            current = None if fields.get(current or "") else current
+            # A blank line ends a field that has a value; the CPU block goes on to the next label.
+            current = None if fields.get(current or "") and current != "cpu" else current
         elif current in MULTILINE:
             fields[current] += "\n" + line
     return fields if len(fields) >= MIN_LABELS else None
