@@ -341,3 +341,27 @@ def test_windows_cpu_block_from_wmic_with_cr_cr_lf_and_blank_lines():
     facts = collect_env.parse(spaced)
     assert facts["host"]["cpu"]["model"] == "13th Gen Intel(R) Core(TM) i7-13700H"
     assert facts["platform"]["machine"] == "AMD64"
+
+
+def test_imported_torch_differs_from_pips_and_condas_two_copies():
+    text = (DIR / "macos_torch2.2_rosetta.txt").read_text()
+    facts = collect_env.parse(text.replace("[pip3] torch==2.2.2", "[pip3] torch==2.3.0"))
+    result = engine.run_check(engine.select(["torch.install"])[0], facts, Context())
+    assert result.status == Status.FAIL
+    assert result.summary == (
+        "3 copies of torch are visible (2.2.2 in the imported module, 2.3.0 in pip's list, "
+        "2.2.2 in conda's list)"
+    )
+    # The PyPI CUDA wheel's local tag (2.14.1+cu130 imported, 2.14.1 listed) is one copy.
+    assert (
+        "torch_distributions"
+        not in load(str(DIR / "linux_torch2.14_cu130_no_gpu_real.txt"))["packages"]
+    )
+
+
+def test_two_torch_copies_on_windows_get_cmd_exe_commands():
+    text = (DIR / "windows_torch2.5_cpu_wheel_rtx4070.txt").read_text()
+    facts = collect_env.parse(text.replace("[pip3] torch==2.5.1+cpu", "[pip3] torch==2.4.0+cpu"))
+    result = engine.run_check(engine.select(["torch.install"])[0], facts, Context())
+    assert "2 copies of torch are visible" in result.summary
+    assert commands(result) == ["py -m pip uninstall -y torch", "set PYTHONNOUSERSITE=1"]

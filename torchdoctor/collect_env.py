@@ -302,9 +302,26 @@ def _cpu(fields: dict[str, str]) -> dict[str, Any] | None:
     return cpu
 
 
+def torch_copies(imported: str | None, packages: dict[str, Any]) -> list[dict[str, str]]:
+    """Every torch the report names, when they disagree: Python imported one version while pip
+    (or conda's own record) lists another — a second copy on the path, or pip over conda."""
+    conda = packages.get("conda", {}).get("pytorch") or packages.get("conda", {}).get("torch")
+    named = [
+        ("the imported module", imported),
+        ("pip's list", packages["distributions"].get("torch", {}).get("version")),
+        # conda lists pip-installed packages too, from channel "pypi": only its own are news.
+        ("conda's list", conda["version"] if conda and conda.get("channel") != "pypi" else None),
+    ]
+    found = [{"location": where, "version": v} for where, v in named if v]
+    return found if len({v["version"].split("+")[0] for v in found}) > 1 else []
+
+
 def to_facts(fields: dict[str, str]) -> dict[str, Any]:
     packages = packages_facts(fields)
     torch = torch_facts(fields, packages["distributions"])
+    copies = torch_copies(torch.get("version"), packages)
+    if copies:
+        packages["torch_distributions"] = copies
     facts: dict[str, Any] = {
         "facts_version": 1,
         "platform": platform_facts(fields),

@@ -28,6 +28,13 @@ def quote(facts: Facts, arg: str) -> str:
     return shlex.quote(arg)
 
 
+def set_env(facts: Facts, name: str, value: str) -> str:
+    """The command that sets an environment variable in the examined OS's shell (cmd.exe)."""
+    if dig(facts, "platform.system") == "Windows":
+        return f"set {name}={value}"
+    return f"export {name}={quote(facts, value)}"
+
+
 # A pasted report names no interpreter: the command that reaches the usual one on each OS
 # (`py` is Windows' launcher; it honours an active virtual environment).
 DEFAULT_PYTHON = {"Windows": "py", "Darwin": "python3"}

@@ -19,6 +19,7 @@ from .common import (
     python_cmd,
     quote,
     reinstall_torch,
+    set_env,
     wheel_for,
 )
 
@@ -221,7 +222,10 @@ def _outside_env(facts: Facts) -> tuple[str, Remedy] | None:
                 "A user-site torch shadows the environment's. Remove it, or isolate the environment "
                 "from the user site.",
                 # pip uninstalls the copy found first on sys.path: the user-site one.
-                (f"{python_cmd(facts)} uninstall -y torch", "export PYTHONNOUSERSITE=1"),
+                (
+                    f"{python_cmd(facts)} uninstall -y torch",
+                    set_env(facts, "PYTHONNOUSERSITE", "1"),
+                ),
             ),
         )
     return None
@@ -237,7 +241,10 @@ def _duplicates(facts: Facts) -> tuple[str, Remedy] | None:
             Remedy(
                 "Keep one: uninstall the copy you do not use (a user-site copy is the usual "
                 "culprit), or start Python with PYTHONNOUSERSITE=1.",
-                (f"{python_cmd(facts)} uninstall -y torch", "export PYTHONNOUSERSITE=1"),
+                (
+                    f"{python_cmd(facts)} uninstall -y torch",
+                    set_env(facts, "PYTHONNOUSERSITE", "1"),
+                ),
             ),
         )
     return None
