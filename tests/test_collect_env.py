@@ -124,7 +124,14 @@ def test_legacy_1_4_report_with_yes_no_flags_cpu_build_beside_a_gtx_1080_ti():
     assert facts["torch"]["build"]["debug"] is False
     assert facts["torch"]["cuda"] == {"available": False}
     assert facts["platform"]["python_version"] == "3.7"
-    assert facts["nvml"]["devices"] == [{"index": 0, "name": "GeForce GTX 1080 Ti"}]
+    assert facts["nvml"]["devices"] == [
+        {
+            "index": 0,
+            "name": "GeForce GTX 1080 Ti",
+            "capability": [6, 1],
+            "capability_source": "product name",
+        }
+    ]
     assert facts["nvml"]["driver_version"] == "440.64"
     result = judge("linux_torch1.4_legacy_cpu_build_gpu.txt")["cuda.available"]
     assert result.status == Status.FAIL and "GeForce GTX 1080 Ti" in result.summary
@@ -367,3 +374,36 @@ def test_two_torch_copies_on_windows_get_cmd_exe_commands():
     result = engine.run_check(engine.select(["torch.install"])[0], facts, Context())
     assert "2 copies of torch are visible" in result.summary
     assert commands(result) == ["py -m pip uninstall -y torch", "set PYTHONNOUSERSITE=1"]
+
+
+@pytest.mark.parametrize(
+    ("name", "cap"),
+    [
+        ("NVIDIA GeForce RTX 5090", (12, 0)),
+        ("NVIDIA GeForce RTX 5060 Ti", (12, 0)),
+        ("NVIDIA RTX 5000 Ada Generation", (8, 9)),  # not a GeForce RTX 50xx
+        ("Quadro RTX 5000", (7, 5)),
+        ("NVIDIA RTX A6000", (8, 6)),
+        ("NVIDIA GeForce RTX 4070 Laptop GPU", (8, 9)),
+        ("Tesla V100-SXM2-32GB", (7, 0)),
+        ("NVIDIA H100 80GB HBM3", (9, 0)),
+        ("NVIDIA H200", (9, 0)),
+        ("Tesla K80", (3, 7)),
+        ("NVIDIA GeForce GTX TITAN X", None),  # Maxwell or Pascal: the name does not say
+        ("NVIDIA Graphics Device", None),
+    ],
+)
+def test_gpu_capability_from_the_product_name_only_where_it_is_certain(name, cap):
+    from torchdoctor.data.gpu_names import capability
+
+    assert capability(name) == cap
+
+
+def test_no_kernel_image_blackwell_report_never_gets_a_wheel_without_sm_120():
+    text = (DIR / "windows_torch2.5_cpu_wheel_rtx4070.txt").read_text()
+    text = text.replace("RTX 4070 Laptop GPU", "RTX 5090").replace("560.94", "572.83")
+    facts = collect_env.parse(text)
+    result = engine.run_check(engine.select(["cuda.available"])[0], facts, Context())
+    assert result.status == Status.FAIL
+    # torch 2.5's cu124 wheel has no sm_120 kernels: recommending it would fail the same way.
+    assert not [c for c in commands(result) if "whl/cu124" in c or "whl/cu121" in c]

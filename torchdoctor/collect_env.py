@@ -15,6 +15,7 @@ import re
 from typing import Any
 
 from . import __version__
+from .data import gpu_names
 
 SOURCE = "collect_env"
 # collect_env's line labels (all torch versions) -> our field names.
@@ -226,12 +227,17 @@ def _norm(name: str) -> str:
 
 
 def _gpus(fields: dict[str, str]) -> list[dict[str, Any]]:
-    """nvidia-smi -L lines ('GPU 0: NVIDIA A100-SXM4-80GB', UUIDs already removed)."""
+    """nvidia-smi -L lines ('GPU 0: NVIDIA A100-SXM4-80GB', UUIDs already removed); the
+    capability only where the product name fixes it (so a fix never picks a wheel without it)."""
     out = []
     for line in (fields.get("gpus") or "").splitlines():
         m = _GPU.match(line.strip())
         if m:
-            out.append({"index": int(m.group(1)), "name": m.group(2).strip()})
+            gpu: dict[str, Any] = {"index": int(m.group(1)), "name": m.group(2).strip()}
+            cap = gpu_names.capability(gpu["name"])
+            if cap:
+                gpu.update(capability=list(cap), capability_source="product name")
+            out.append(gpu)
     return out
 
 
