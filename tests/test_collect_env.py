@@ -407,3 +407,12 @@ def test_no_kernel_image_blackwell_report_never_gets_a_wheel_without_sm_120():
     assert result.status == Status.FAIL
     # torch 2.5's cu124 wheel has no sm_120 kernels: recommending it would fail the same way.
     assert not [c for c in commands(result) if "whl/cu124" in c or "whl/cu121" in c]
+
+
+def test_redacting_a_report_on_a_host_named_vm_keeps_the_nvml_section_name():
+    from torchdoctor.redact import redact
+
+    facts = load(str(DIR / "issue_body_fenced_two_gpus.md"))
+    out = redact(facts, [("vm", "<host>")])
+    assert out["collected"]["carries"] == facts["collected"]["carries"]
+    assert redact({"a": "ssh vm; vm:22"}, [("vm", "<host>")]) == {"a": "ssh <host>; <host>:22"}

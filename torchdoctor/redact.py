@@ -38,7 +38,8 @@ def _identity() -> list[tuple[str, str]]:
 
 def redact_text(text: str, pairs: list[tuple[str, str]] | None = None) -> str:
     for literal, placeholder in pairs if pairs is not None else _identity():
-        text = text.replace(literal, placeholder)
+        # Whole names only: a host called "vm" must not turn "nvml" into "n<host>l".
+        text = re.sub(rf"(?<![\w-]){re.escape(literal)}(?![\w-])", placeholder, text)
     text = _UUID.sub(lambda m: f"{m.group(1)}-<redacted>", text)
     return _BARE_UUID.sub("<uuid>", text)
 
