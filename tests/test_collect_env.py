@@ -13,11 +13,12 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from tests.conftest import REPO, run_cli
 from torchdoctor import collect_env, engine
 from torchdoctor.checks.common import Context
 from torchdoctor.facts import load
 from torchdoctor.model import Status
+
+from .conftest import REPO, run_cli
 
 DIR = Path(__file__).parent / "collect_env"
 FIXTURES = sorted(p.name for p in DIR.iterdir())

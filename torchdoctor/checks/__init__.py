@@ -1,5 +1,9 @@
 """Check modules. Each has ID, TITLE and a pure ``check(facts, ctx) -> Verdict``.
 
+``NEEDS`` (optional) names the fact paths a check judges. Facts from a pasted report (a
+collect_env text) list what they carry; a check needing more, or declaring nothing, is skipped
+there as "not in the report" (engine.run_check), so no check judges facts a report lacks.
+
 The list below is the registry: explicit, ordered (fast, basic checks first), no import magic.
 """
 
