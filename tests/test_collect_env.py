@@ -417,3 +417,14 @@ def test_redacting_a_report_on_a_host_named_vm_keeps_the_nvml_section_name():
     out = redact(facts, [("vm", "<host>")])
     assert out["collected"]["carries"] == facts["collected"]["carries"]
     assert redact({"a": "ssh vm; vm:22"}, [("vm", "<host>")]) == {"a": "ssh <host>; <host>:22"}
+
+
+def test_torch_1_0_conda_only_report_is_one_copy_and_claims_nothing_about_numpy():
+    facts = load(str(DIR / "linux_torch1.0_cu90_conda_legacy.txt"))
+    assert facts["packages"]["distributions"]["torch"] == {"version": "1.0.1"}  # from conda
+    assert "torch_distributions" not in facts["packages"]  # 1.0.1.post2 is conda's 1.0.1
+    assert "packages.distributions" not in facts["collected"]["carries"]  # pip: Could not collect
+    assert [d["capability"] for d in facts["nvml"]["devices"]] == [[7, 0], [7, 0]]
+    checks = judge("linux_torch1.0_cu90_conda_legacy.txt")
+    assert checks["torch.install"].summary == "torch 1.0.1.post2 imported where the report was made"
+    assert checks["cuda.available"].summary == "CUDA available: 2 device(s)"

@@ -108,7 +108,8 @@ def list_checks(fmt: str | None, as_json: bool) -> None:
     "facts_file",
     type=click.Path(),
     default=None,
-    help="Judge recorded facts from FILE instead of probing this machine.",
+    help="Judge recorded facts, a JSON report or a pasted collect_env report from FILE ('-': "
+    "stdin) instead of probing this machine.",
 )
 @click.option(
     "--dump-facts",

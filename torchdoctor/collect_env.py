@@ -209,8 +209,12 @@ def packages_facts(fields: dict[str, str]) -> dict[str, Any]:
     for name, rec in conda.items():
         # conda calls torch "pytorch"; a pip entry for the same package wins (it is what imports).
         dists.setdefault("torch" if name == "pytorch" else name, {"version": rec["version"]})
+    # Only pip's list is filtered on numpy in every torch version (old conda lists are not):
+    # with it missing, which packages are installed is not in the report.
     listed = any(
-        (m := _PKG.match(ln.strip())) and m.group(2).strip().lower() != "could not collect"
+        (m := _PKG.match(ln.strip()))
+        and m.group(1) != "conda"
+        and m.group(2).strip().lower() != "could not collect"
         for ln in (fields.get("libraries") or "").splitlines()
     )
     out: dict[str, Any] = {"distributions": dists, "listed": listed}
@@ -219,6 +223,9 @@ def packages_facts(fields: dict[str, str]) -> dict[str, Any]:
     nvidia = {n: r["version"] for n, r in pip.items() if n.startswith("nvidia-")}
     if nvidia:
         out["nvidia_wheels"] = nvidia
+    copies = torch_copies(value(fields, "torch"), pip, conda)
+    if copies:
+        out["torch_distributions"] = copies
     return out
 
 
@@ -308,26 +315,31 @@ def _cpu(fields: dict[str, str]) -> dict[str, Any] | None:
     return cpu
 
 
-def torch_copies(imported: str | None, packages: dict[str, Any]) -> list[dict[str, str]]:
-    """Every torch the report names, when they disagree: Python imported one version while pip
+def _release(version: str) -> str:
+    """'2.1.0+cu121', '1.0.1.post2', '2.1.0a0+git' -> the release numbers alone."""
+    m = re.match(r"\d+(?:\.\d+){0,2}", version)
+    return m.group(0) if m else version
+
+
+def torch_copies(
+    imported: str | None, pip: dict[str, Any], conda: dict[str, Any]
+) -> list[dict[str, str]]:
+    """Every torch the report names, when they disagree: Python imported one release while pip
     (or conda's own record) lists another — a second copy on the path, or pip over conda."""
-    conda = packages.get("conda", {}).get("pytorch") or packages.get("conda", {}).get("torch")
+    own = conda.get("pytorch") or conda.get("torch")
     named = [
         ("the imported module", imported),
-        ("pip's list", packages["distributions"].get("torch", {}).get("version")),
+        ("pip's list", pip.get("torch", {}).get("version")),
         # conda lists pip-installed packages too, from channel "pypi": only its own are news.
-        ("conda's list", conda["version"] if conda and conda.get("channel") != "pypi" else None),
+        ("conda's list", own["version"] if own and own.get("channel") != "pypi" else None),
     ]
     found = [{"location": where, "version": v} for where, v in named if v]
-    return found if len({v["version"].split("+")[0] for v in found}) > 1 else []
+    return found if len({_release(v["version"]) for v in found}) > 1 else []
 
 
 def to_facts(fields: dict[str, str]) -> dict[str, Any]:
     packages = packages_facts(fields)
     torch = torch_facts(fields, packages["distributions"])
-    copies = torch_copies(torch.get("version"), packages)
-    if copies:
-        packages["torch_distributions"] = copies
     facts: dict[str, Any] = {
         "facts_version": 1,
         "platform": platform_facts(fields),
