@@ -428,3 +428,12 @@ def test_torch_1_0_conda_only_report_is_one_copy_and_claims_nothing_about_numpy(
     checks = judge("linux_torch1.0_cu90_conda_legacy.txt")
     assert checks["torch.install"].summary == "torch 1.0.1.post2 imported where the report was made"
     assert checks["cuda.available"].summary == "CUDA available: 2 device(s)"
+
+
+def test_windows_report_where_import_torch_failed_asks_for_the_error_first():
+    text = (DIR / "windows_torch2.5_cpu_wheel_rtx4070.txt").read_text()
+    facts = collect_env.parse(text.replace("PyTorch version: 2.5.1+cpu", "PyTorch version: N/A"))
+    result = engine.run_check(engine.select(["torch.install"])[0], facts, Context())
+    assert result.status == Status.FAIL
+    assert commands(result)[0] == 'py -c "import torch"'
+    assert "WinError 126" in result.remedies[0].text

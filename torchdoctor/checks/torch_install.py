@@ -122,6 +122,16 @@ def _import_error(facts: Facts) -> Verdict:
                 (f"{pip} install --force-reinstall --no-cache-dir torch",),
             )
         ]
+    if dig(facts, "collected.source") == "collect_env":
+        # The report says only that the import failed: the error itself comes first.
+        python = pip.removesuffix(" -m pip")
+        why = "Run the import by hand to see the error."
+        if dig(facts, "platform.system") == "Windows":
+            why += (
+                " On Windows, '[WinError 126] … c10.dll' (or another torch DLL) means the "
+                "Microsoft Visual C++ Redistributable (x64) is missing: install it."
+            )
+        remedies.insert(0, Remedy(why, (f'{python} -c "import torch"',)))
     return verdict(
         Status.FAIL, f"import torch failed: {message.splitlines()[0][:200]}", details, remedies
     )
