@@ -437,3 +437,15 @@ def test_windows_report_where_import_torch_failed_asks_for_the_error_first():
     assert result.status == Status.FAIL
     assert commands(result)[0] == 'py -c "import torch"'
     assert "WinError 126" in result.remedies[0].text
+
+
+def test_readme_triage_example_is_what_the_command_prints():
+    readme = (REPO / "README.md").read_text()
+    block = readme.split("### Triage a bug report", 1)[1].split("```console\n", 1)[1]
+    command, _, shown = block.split("\n```", 1)[0].partition("\n")
+    assert command == (
+        "$ torchdoctor check --facts - < tests/collect_env/windows_torch2.5_cpu_wheel_rtx4070.txt"
+    )
+    text = (DIR / "windows_torch2.5_cpu_wheel_rtx4070.txt").read_text()
+    printed = run_cli("check", "--facts", "-", input=text).stdout
+    assert shown + "\n" == printed, "refresh the README example with the command's output"

@@ -63,6 +63,18 @@ def driver_install_hint(facts: Facts) -> str:
     return "Ubuntu: `sudo ubuntu-drivers install`; elsewhere your distribution's driver package"
 
 
+# What a report's reader would call a missing fact section.
+REPORT_WORDS = {
+    "nvml": "NVIDIA driver or GPU lines",
+    "torch.build": "the torch build",
+    "torch.cuda": "the 'Is CUDA available' line",
+    "torch.xpu": "XPU devices",
+    "torch.mps": "MPS availability",
+    "torch.version": "the torch version",
+    "platform": "OS and Python lines",
+}
+
+
 def not_in_report(facts: Facts, needs: tuple[str, ...] | None) -> Verdict | None:
     """For facts read from a pasted report (collect_env): a skip when the report does not carry
     every fact path in ``needs`` (None: the check never declared what it judges). Never a guess."""
@@ -75,10 +87,9 @@ def not_in_report(facts: Facts, needs: tuple[str, ...] | None) -> Verdict | None
     missing = [n for n in needs if not any(n == c or n.startswith(c + ".") for c in carried)]
     if not missing:
         return None
+    words = ", ".join(REPORT_WORDS.get(n, n) for n in missing)
     return verdict(
-        Status.SKIP,
-        f"not in the report (no {', '.join(missing)})",
-        {"source": source, "missing": missing},
+        Status.SKIP, f"not in the report (needs {words})", {"source": source, "missing": missing}
     )
 
 
