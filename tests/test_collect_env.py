@@ -449,3 +449,15 @@ def test_readme_triage_example_is_what_the_command_prints():
     text = (DIR / "windows_torch2.5_cpu_wheel_rtx4070.txt").read_text()
     printed = run_cli("check", "--facts", "-", input=text).stdout
     assert shown + "\n" == printed, "refresh the README example with the command's output"
+
+
+def test_a_hostile_paste_is_read_fast():
+    import time
+
+    head = (
+        "PyTorch version: 2.1.0\nROCM used to build PyTorch: 6.0\nOS: x\nIs CUDA available: True\n"
+    )
+    hostile = head + "GPU models and configuration: " + "a (" * 2_000_000 + "\n" + "x" * 5_000_000
+    t0 = time.perf_counter()
+    assert collect_env.parse(hostile) is not None
+    assert time.perf_counter() - t0 < 5.0  # linear: about 0.6 s here; quadratic would hang

@@ -61,6 +61,9 @@ _ROCM_GPU = re.compile(r"^(.+?) \((gfx\w+)[^)]*\)$")
 _PKG = re.compile(r"^\[(pip3?|conda)\]\s+(.+)$")
 # get_os() ends the OS line with platform.machine() in parentheses.
 _MACHINE = re.compile(r"\s*\((x86_64|aarch64|arm64|ppc64le|s390x|AMD64|i386|armv7l)\)\s*$")
+# collect_env's longest line is lscpu's Flags (~1,500 characters); a cap keeps every regex
+# linear-time on a hostile paste.
+MAX_LINE = 4096
 # Fields whose value may go on over the next lines; after any other, a stray line is not ours.
 MULTILINE = {"gpus", "cudnn", "cpu", "intel_driver", "intel_onboard", "intel_detected"}
 
@@ -85,7 +88,7 @@ def _lines(text: str) -> list[str]:
     out = []
     # wmic (the Windows CPU block of 2.1-2.5) ends its lines with \r\r\n: one line break.
     for raw in re.sub(r"\r+\n?", "\n", text).split("\n"):
-        line = _QUOTE.sub("", raw).rstrip()
+        line = _QUOTE.sub("", raw[:MAX_LINE]).rstrip()
         if not _FENCE.match(line):
             out.append(line)
     return out
