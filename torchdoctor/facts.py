@@ -183,15 +183,15 @@ def load(path: str) -> Facts:
     try:
         data = json.loads(text)
     except ValueError as exc:
-        if text.lstrip().startswith(("{", "[")):
-            raise ValueError(f"facts file {path!r} is not valid JSON: {exc}") from exc
         from .collect_env import parse  # pasted `python -m torch.utils.collect_env` output
 
         report = parse(text)
-        if report is None:
-            where = "standard input" if path == "-" else repr(path)
-            raise ValueError(f"{where} is not a facts/report JSON or a collect_env report") from exc
-        return report
+        if report is not None:
+            return report
+        if text.lstrip().startswith(("{", "[")):
+            raise ValueError(f"facts file {path!r} is not valid JSON: {exc}") from exc
+        where = "standard input" if path == "-" else repr(path)
+        raise ValueError(f"{where} is not a facts/report JSON or a collect_env report") from exc
     if isinstance(data, dict) and "facts" in data and "schema_version" in data:
         data = data["facts"]  # a whole report is accepted too: its facts replay the diagnosis
     if not isinstance(data, dict) or "facts_version" not in data:
