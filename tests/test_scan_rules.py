@@ -37,7 +37,13 @@ POSITIVE = {
         'z = torch.zeros(3, device="cuda")',
         'model.to("cuda:1")',
     ],
+    "TD003": [
+        "torch.cuda.synchronize()",
+        "from torch import cuda\nname = cuda.get_device_name(0)",
+        "torch.cuda.set_device(local_rank)",
+    ],
     "TD101": ["sd = torch.load('m.pt')", "sd = torch.load(f, weights_only=True)"],
+    "TD103": ["m = torch.jit.load('model.pt')", "from torch import jit\nm = jit.load(f)"],
     "TD102": ["sd = torch.load(f, map_location='cpu')", "sd = torch.load(f, 'cpu')"],
     "TD201": ["m = nn.DataParallel(model)", "m = torch.nn.DataParallel(model, device_ids=[0])"],
     "TD202": ["m = nn.DataParallel(model.cuda())"],
@@ -69,7 +75,16 @@ POSITIVE = {
         """,
         "for step in range(10):\n    run()\n    torch.cuda.synchronize()",
     ],
+    "TD403": [
+        "x = x.cuda()\narr = x.numpy()",
+        "def f(model, x, device):\n    model = model.to(device)\n    out = model(x)\n"
+        "    return out.detach().numpy()",
+    ],
     "TD501": ["loader = DataLoader(ds, batch_size=8, pin_memory=True)"],
+    "TD502": [
+        "buf = torch.empty(1024, pin_memory=True)",
+        "batch = batch.pin_memory()",
+    ],
 }
 
 NEGATIVE = {
@@ -98,7 +113,13 @@ NEGATIVE = {
         'with torch.cuda.device(0):\n    y = t.to("cuda:0")',
         'def nccl_estimate(x):\n    return x.to("cuda")',  # NCCL-only code
     ],
+    "TD003": [
+        "if torch.cuda.is_available():\n    torch.cuda.synchronize()",
+        "torch.cuda.empty_cache()",  # a no-op without CUDA
+        "n = torch.cuda.device_count()",
+    ],
     "TD101": ["sd = torch.load(f, map_location='cpu', weights_only=True)", "torch.load(**kw)"],
+    "TD103": ["m = torch.jit.load(f, map_location='cpu')", "ep = torch.export.load(f)"],
     "TD102": ["sd = torch.load(f, map_location='cpu', weights_only=False)", "np.load(f)"],
     "TD201": ["m = DistributedDataParallel(model)"],
     "TD202": ["m = nn.DataParallel(model.to(device))"],
@@ -129,6 +150,16 @@ NEGATIVE = {
         "for x in data:\n    print(x.item())",  # not a training loop
         "for _ in range(10):\n    t0 = time.perf_counter()\n    run()\n"
         "    torch.cuda.synchronize()",
+    ],
+    "TD403": [
+        "x = x.cuda()\narr = x.cpu().numpy()",
+        "arr = torch.zeros(3).numpy()",  # never left the CPU
+        "x = x.to(torch.float32)\narr = x.numpy()",  # a dtype, not a device
+    ],
+    "TD502": [
+        "loader = DataLoader(ds, pin_memory=True)",  # only warns: TD501
+        "if torch.cuda.is_available():\n    batch = batch.pin_memory()",
+        "from torch.autograd.graph import save_on_cpu\nwith save_on_cpu(pin_memory=True):\n    pass",
     ],
     "TD501": [
         "loader = DataLoader(ds, pin_memory=torch.cuda.is_available())",

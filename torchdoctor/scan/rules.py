@@ -45,6 +45,15 @@ RULES: tuple[Rule, ...] = (
         "Pass a device variable chosen once at start-up instead.",
     ),
     Rule(
+        "TD003",
+        "unguarded-cuda-api",
+        "error",
+        "a `torch.cuda` call that needs CUDA, outside a device guard",
+        "`torch.cuda.synchronize()`, `set_device`, `current_device`, `get_device_name`, "
+        "`get_device_properties`, `mem_get_info`, `Stream()`… raise 'Torch not compiled with CUDA "
+        "enabled' on a CPU-only torch. Call them under `if torch.cuda.is_available():`.",
+    ),
+    Rule(
         "TD101",
         "load-without-map-location",
         "warning",
@@ -61,6 +70,15 @@ RULES: tuple[Rule, ...] = (
         "since torch 2.6); a pickled module or object needs `weights_only=False`, only for files "
         "you trust.",
         ("security",),
+    ),
+    Rule(
+        "TD103",
+        "jit-load-without-map-location",
+        "warning",
+        "`torch.jit.load` without `map_location`",
+        "A TorchScript module saved on a GPU fails to load on a CPU machine. Pass "
+        "`map_location='cpu'` (or your device variable). `torch.export.load` has no such "
+        "argument and is not flagged.",
     ),
     Rule(
         "TD201",
@@ -115,14 +133,33 @@ RULES: tuple[Rule, ...] = (
         ("performance",),
     ),
     Rule(
+        "TD403",
+        "numpy-on-device-tensor",
+        "error",
+        "`.numpy()` on a tensor that may be on a GPU",
+        '`.numpy()` raises "can\'t convert cuda:0 device type tensor to numpy" for a GPU tensor. '
+        "Use `.cpu().numpy()` (a no-op copy-free call for CPU tensors).",
+    ),
+    Rule(
         "TD501",
         "pin-memory-hardcoded",
         "note",
         "`pin_memory=True` hard-coded",
         "Pinned memory needs an accelerator; without one torch warns and ignores it. Use "
         "`pin_memory=torch.accelerator.is_available()` (torch 2.6+; before: "
-        "`torch.cuda.is_available()`).",
+        "`torch.cuda.is_available()`). This is the `DataLoader` case; see TD502 for the calls "
+        "that raise.",
         ("performance",),
+    ),
+    Rule(
+        "TD502",
+        "pin-memory-raises",
+        "error",
+        "pinned memory requested where it raises without an accelerator",
+        "`Tensor.pin_memory()` raises 'Cannot access accelerator device when none is available' "
+        "on a CPU-only host, and `torch.empty(…, pin_memory=True)` (and torch's other allocators) "
+        "raise 'pin_memory=True requires a CUDA or other accelerator backend'. Pin only when "
+        "`torch.cuda.is_available()`.",
     ),
 )
 

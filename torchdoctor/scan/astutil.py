@@ -1,0 +1,129 @@
+"""Small pure helpers over `ast` nodes shared by the scan checks."""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+
+# A name that shows the author thought about the device: guards, device-specific functions.
+GUARD_WORD = re.compile(r"cuda|gpu|device|accelerator|is_available", re.I)
+DEVICE_SPECIFIC_NAME = re.compile(r"cuda|gpu|cudnn|nccl|triton|cutlass", re.I)
+NO_GRAD_WORD = re.compile(r"no_grad|inference_mode")
+SKIP_CALL_WORD = re.compile(r"skip|exit|abort", re.I)
+# A file (or block) that imports one of these cannot run without an NVIDIA GPU anyway.
+CUDA_ONLY_LIBS = frozenset(
+    ["triton", "cutlass", "cuda", "pycuda", "cupy", "nvmath", "apex", "flash_attn", "tensorrt"]
+)
+SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+
+
+def names(node: ast.AST) -> Iterator[str]:
+    """Identifiers and string constants in an expression (for the guard heuristics)."""
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Name):
+            yield sub.id
+        elif isinstance(sub, ast.Attribute):
+            yield sub.attr
+        elif isinstance(sub, ast.Constant) and isinstance(sub.value, str):
+            yield sub.value
+
+
+def is_guard(expr: ast.AST) -> bool:
+    return any(GUARD_WORD.search(n) for n in names(expr))
+
+
+def dotted(node: ast.AST) -> str:
+    """`a.b.c` -> "a.b.c"; calls and subscripts end the chain (`f().x` -> "x")."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def call_name(node: ast.Call) -> str:
+    """The called attribute or name: `x.cuda()` -> "cuda", `load()` -> "load"."""
+    func = node.func
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return func.id if isinstance(func, ast.Name) else ""
+
+
+def chain(node: ast.expr) -> tuple[list[str], ast.expr]:
+    """`a.b().c()` -> (['b', 'c'] outermost last, root `a`)."""
+    attrs: list[str] = []
+    while True:
+        if isinstance(node, ast.Call):
+            node = node.func
+        elif isinstance(node, ast.Attribute):
+            attrs.append(node.attr)
+            node = node.value
+        elif isinstance(node, ast.Subscript):
+            node = node.value
+        else:
+            return list(reversed(attrs)), node
+
+
+def exits(stmts: list[ast.stmt]) -> bool:
+    """Does this block end the enclosing flow (return/raise/continue/skip)?"""
+    if not stmts:
+        return False
+    last = stmts[-1]
+    if isinstance(last, (ast.Return, ast.Raise, ast.Continue, ast.Break)):
+        return True
+    return (
+        isinstance(last, ast.Expr)
+        and isinstance(last.value, ast.Call)
+        and bool(SKIP_CALL_WORD.search(dotted(last.value.func)))
+    )
+
+
+def imports_cuda_only(stmt: ast.stmt) -> bool:
+    if isinstance(stmt, ast.Import):
+        return any(a.name.split(".")[0] in CUDA_ONLY_LIBS for a in stmt.names)
+    if isinstance(stmt, ast.ImportFrom) and stmt.module and not stmt.level:
+        return stmt.module.split(".")[0] in CUDA_ONLY_LIBS
+    return False
+
+
+def own_nodes(nodes: list[ast.AST]) -> Iterator[ast.AST]:
+    """Nodes of one scope: nested functions, lambdas and classes are not entered."""
+    todo = list(nodes)
+    while todo:
+        node = todo.pop()
+        yield node
+        todo.extend(c for c in ast.iter_child_nodes(node) if not isinstance(c, SCOPES))
+
+
+def first_stores(nodes: list[ast.AST]) -> dict[str, int]:
+    """name -> the first line where this scope assigns it."""
+    out: dict[str, int] = {}
+    for sub in own_nodes(nodes):
+        if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
+            out[sub.id] = min(out.get(sub.id, sub.lineno), sub.lineno)
+    return out
+
+
+def is_number(node: ast.AST) -> bool:
+    """A Python number or arithmetic on numbers and names (`0.5`, `x ** 0.5`, `-1`, `math.sqrt(d)`):
+    something `torch.tensor` turns into a 0-dim tensor, never a list of values."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, (int, float, bool)) and node.value is not None
+    if isinstance(node, ast.UnaryOp):
+        return is_number(node.operand)
+    if isinstance(node, ast.BinOp):
+        return all(
+            is_number(n) or isinstance(n, (ast.Name, ast.Attribute))
+            for n in (node.left, node.right)
+        ) and (is_number(node.left) or is_number(node.right))
+    if isinstance(node, ast.Call):
+        return dotted(node.func).split(".")[0] in ("math", "float", "int", "abs", "min", "max")
+    return False
+
+
+def is_empty_shape(node: ast.AST) -> bool:
+    """`[]` or `()`: the shape of a 0-dim tensor."""
+    return isinstance(node, (ast.List, ast.Tuple)) and not node.elts

@@ -1,0 +1,34 @@
+"""The scan checks, one module per rule family (like a linter's plugins). Each module
+exports `CHECK`: the words that make a line worth analysing and the hooks the walk calls."""
+
+from __future__ import annotations
+
+from ..context import Check
+from . import (
+    cuda_api,
+    cuda_call,
+    data_parallel,
+    device_string,
+    forward_factory,
+    module_attribute,
+    numpy_call,
+    pin_memory,
+    sync_loop,
+    torch_load,
+)
+
+CHECKS: tuple[Check, ...] = tuple(
+    m.CHECK
+    for m in (
+        cuda_call,
+        device_string,
+        cuda_api,
+        torch_load,
+        data_parallel,
+        module_attribute,
+        forward_factory,
+        numpy_call,
+        sync_loop,
+        pin_memory,
+    )
+)

@@ -1,0 +1,84 @@
+"""TD302: a tensor factory in `forward` without `device=`."""
+
+from __future__ import annotations
+
+import ast
+
+from ..astutil import dotted, own_nodes
+from ..context import Check, Context
+from .module_attribute import is_scalar_factory
+
+# Factories that take device= and are the usual way to make a tensor inside forward.
+FORWARD_FACTORIES = frozenset([
+    "zeros", "ones", "empty", "randn", "rand", "randint", "randperm", "arange", "tensor", "full",
+    "eye", "linspace",
+])  # fmt: skip
+# torch.<name>_like exists for these only (no arange_like, tensor_like, eye_like…).
+LIKE_FACTORIES = frozenset(["zeros", "ones", "empty", "rand", "randn", "randint", "full"])
+MOVING_METHODS = frozenset(["to", "type_as", "cuda"])
+
+
+def _compared_with_numbers(ctx: Context, node: ast.Call) -> bool:
+    """`torch.rand(1) < self.p`: a draw compared with a Python number gives a Python-side
+    decision, whatever the device."""
+    parent = ctx.parents.get(id(node))
+    return isinstance(parent, ast.Compare) and all(
+        isinstance(n, (ast.Constant, ast.Attribute, ast.Name)) or n is node
+        for n in (parent.left, *parent.comparators)
+    )
+
+
+def _moved_later(ctx: Context, node: ast.Call) -> bool:
+    """`idx = torch.arange(n)` … `idx = idx.to(x.device)` / `idx.type_as(x)` in the same
+    function: the tensor reaches the right device before it meets the model's."""
+    f = ctx.func
+    if f is None:
+        return False
+    target = None
+    for stmt in own_nodes(list(f.node.body)):
+        if isinstance(stmt, ast.Assign) and stmt.value is node:
+            if len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+                target = stmt.targets[0].id
+            break
+    if target is None:
+        return False
+    return any(
+        isinstance(sub, ast.Call)
+        and isinstance(sub.func, ast.Attribute)
+        and sub.func.attr in MOVING_METHODS
+        and isinstance(sub.func.value, ast.Name)
+        and sub.func.value.id == target
+        for sub in own_nodes(list(f.node.body))
+    )
+
+
+def on_call(ctx: Context, node: ast.Call) -> None:
+    f = ctx.func
+    if not (f and f.cls and f.cls.is_module and f.node.name == "forward"):
+        return
+    func = node.func
+    if not (isinstance(func, ast.Attribute) and ctx.is_torch(func.value)):
+        return
+    if any(k.arg in ("device", None) for k in node.keywords) or id(node) in ctx.placed:
+        return
+    if is_scalar_factory(func.attr, node) or _compared_with_numbers(ctx, node):
+        return
+    if _moved_later(ctx, node):
+        return
+    hint = f"{dotted(func)}(…, device=x.device) for an input x"
+    if func.attr in LIKE_FACTORIES:
+        hint += f", or torch.{func.attr}_like(x)"
+    ctx.report(
+        "TD302",
+        node,
+        f"`{dotted(func)}(…)` in `forward` makes a CPU tensor whatever the model's device",
+        hint,
+    )
+
+
+CHECK = Check(
+    rules=("TD302",),
+    words=tuple(sorted(FORWARD_FACTORIES)),
+    calls=FORWARD_FACTORIES,
+    on_call=on_call,
+)

@@ -1,0 +1,64 @@
+"""TD501: `DataLoader(pin_memory=True)` hard-coded (warns and is ignored without an
+accelerator); TD502: pinning that raises there — `Tensor.pin_memory()` and torch's allocators
+(`torch.empty(…, pin_memory=True)`). `save_on_cpu(pin_memory=True)` checks for CUDA itself
+(measured on torch 2.13 CPU): not flagged."""
+
+from __future__ import annotations
+
+import ast
+
+from ..context import Check, Context
+
+RAISES = "raises RuntimeError on a machine without an accelerator (CPU-only host)"
+
+
+def _keyword_fix(ctx: Context, value: ast.expr) -> tuple[str, object]:
+    torch = "torch" if "torch" in ctx.torch_names else min(ctx.torch_names)
+    text = f"{torch}.cuda.is_available()"
+    return f"pin_memory={text}", ctx.replace(value, text)
+
+
+def _raises(ctx: Context, node: ast.Call) -> bool:
+    """torch's own allocators pin at once; DataLoader only warns."""
+    torch_name = ctx.torch_call(node)
+    return torch_name is not None and not torch_name.endswith("DataLoader")
+
+
+def on_call(ctx: Context, node: ast.Call) -> None:
+    if ctx.guard or (ctx.torch_call(node) or "").endswith("save_on_cpu"):
+        return  # save_on_cpu pins only when CUDA is available: neither raises nor warns
+    func = node.func
+    if isinstance(func, ast.Attribute) and func.attr == "pin_memory":
+        if not node.args and not node.keywords and not ctx.is_torch(func.value):
+            ctx.report(
+                "TD502",
+                node,
+                f"`.pin_memory()`: {RAISES}",
+                "pin only when an accelerator is present (if torch.cuda.is_available(): …)",
+            )
+        return
+    for k in node.keywords:
+        if k.arg != "pin_memory" or not (
+            isinstance(k.value, ast.Constant) and k.value.value is True
+        ):
+            continue
+        fix, edit = _keyword_fix(ctx, k.value)
+        if _raises(ctx, node):
+            ctx.report("TD502", k.value, f"`pin_memory=True`: {RAISES}", fix, edit)  # type: ignore[arg-type]
+        else:
+            ctx.report(
+                "TD501",
+                k.value,
+                "`pin_memory=True` without an accelerator only warns and is ignored",
+                fix,
+                edit,  # type: ignore[arg-type]
+            )
+
+
+CHECK = Check(
+    rules=("TD501", "TD502"),
+    words=("pin_memory",),
+    calls=frozenset(["pin_memory"]),
+    keywords=frozenset(["pin_memory"]),
+    on_call=on_call,
+)

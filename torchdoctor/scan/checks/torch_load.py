@@ -1,0 +1,94 @@
+"""TD101/TD102: `torch.load` without `map_location` / `weights_only`; TD103: `torch.jit.load`
+without `map_location`."""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from ..astutil import dotted
+from ..context import DEVICE_VARIABLE, Check, Context
+
+# Files that hold no CUDA tensors: RNG state is a CPU ByteTensor, schedulers and GradScaler
+# keep Python numbers. Told apart by the path, the name the result goes to, or its consumer.
+CPU_ONLY_STATE = re.compile(r"rng|random|sched|scaler|lr_", re.I)
+SAFE_GLOBALS = re.compile(r"safe_globals$")
+WEIGHTS_ONLY_DEFAULT = (2, 6)  # torch.load defaults to weights_only=True from 2.6 on
+
+
+def _last_arg(node: ast.Call) -> ast.expr:
+    return max(
+        [*node.args, *(k.value for k in node.keywords)],
+        key=lambda n: (n.end_lineno, n.end_col_offset),  # type: ignore[attr-defined]
+    )
+
+
+def _cpu_only_state(ctx: Context, node: ast.Call) -> bool:
+    texts = [ast.unparse(node.args[0])] if node.args else []
+    parent = ctx.parents.get(id(node))
+    if isinstance(parent, ast.Call):  # torch.set_rng_state(torch.load(p)), sched.load_state_dict(…)
+        texts.append(dotted(parent.func))
+    return any(CPU_ONLY_STATE.search(t) for t in texts)
+
+
+def _torch_load(ctx: Context, node: ast.Call) -> None:
+    kw = {k.arg for k in node.keywords}
+    last = _last_arg(node)
+    if "map_location" not in kw and len(node.args) < 2 and not _cpu_only_state(ctx, node):
+        if ctx.device_in_scope(node):
+            target, edit = DEVICE_VARIABLE, True
+        else:
+            # "cpu" would move a whole pickled model (or tensors used as they are) off the
+            # GPU the program expects: only safe straight into load_state_dict.
+            target, edit = '"cpu"', id(node) in ctx.into_load_state_dict
+        ctx.report(
+            "TD101",
+            node,
+            "`torch.load` without `map_location` fails on a CPU machine for a GPU-saved file",
+            f"torch.load(…, map_location={target})",
+            ctx.insert_after(last, f", map_location={target}") if edit else None,
+        )
+    torch_min = ctx.project.torch_min
+    if "weights_only" in kw or ctx.in_with(SAFE_GLOBALS):
+        return  # an explicit choice, or allow-listed globals: torch ≥ 2.6 semantics on purpose
+    if torch_min is not None and torch_min >= WEIGHTS_ONLY_DEFAULT:
+        return  # the project requires torch ≥ 2.6, where weights_only=True is the default
+    # torch refuses weights_only=True next to an explicit pickle_module; elsewhere it
+    # refuses a pickled module or object: only a state dict surely loads (fix.py may
+    # find more evidence, e.g. a torch.save of a state_dict() to the same path).
+    safe = "pickle_module" not in kw and id(node) in ctx.into_load_state_dict
+    edit = ctx.insert_after(last, ", weights_only=True") if safe else None
+    ctx.report(
+        "TD102",
+        node,
+        "`torch.load` without `weights_only`: unpickling can run arbitrary code",
+        "torch.load(…, weights_only=True); weights_only=False only for trusted files",
+        edit,
+    )
+
+
+def _jit_load(ctx: Context, node: ast.Call) -> None:
+    # torch.jit.load(f, map_location=None, _extra_files=None)
+    if len(node.args) >= 2 or any(k.arg == "map_location" for k in node.keywords):
+        return
+    ctx.report(
+        "TD103",
+        node,
+        "`torch.jit.load` without `map_location` fails on a CPU machine for a module saved on GPU",
+        'torch.jit.load(…, map_location="cpu") (or your device variable)',
+    )
+
+
+def on_call(ctx: Context, node: ast.Call) -> None:
+    if any(k.arg is None for k in node.keywords) or (not node.args and not node.keywords):
+        return  # **kwargs may carry the arguments: unsure, so quiet
+    name = ctx.torch_call(node)
+    if name == "load":
+        _torch_load(ctx, node)
+    elif name == "jit.load":
+        _jit_load(ctx, node)
+
+
+CHECK = Check(
+    rules=("TD101", "TD102", "TD103"), words=("load",), calls=frozenset(["load"]), on_call=on_call
+)
