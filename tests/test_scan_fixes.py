@@ -183,9 +183,9 @@ def test_td302_quiet_when_moved_right_away(line):
 
 
 def test_td302_names_only_real_like_functions():
-    (f,) = findings(FORWARD.format("i = torch.arange(4)"))
+    (f,) = findings(FORWARD.format("i = torch.arange(4)\n        x = x + i"))
     assert "_like" not in f.fix
-    (f,) = findings(FORWARD.format("i = torch.zeros(4)"))
+    (f,) = findings(FORWARD.format("i = torch.zeros(4)\n        x = x + i"))
     assert "torch.zeros_like(x)" in f.fix
 
 

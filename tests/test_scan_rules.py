@@ -48,12 +48,14 @@ POSITIVE = {
     "TD201": ["m = nn.DataParallel(model)", "m = torch.nn.DataParallel(model, device_ids=[0])"],
     "TD202": ["m = nn.DataParallel(model.cuda())"],
     "TD301": [
-        MODULE.format(init="self.pos = torch.zeros(10)", forward="pass"),
-        MODULE.format(init="self.mask: torch.Tensor = torch.ones(3, 3).bool()", forward="pass"),
+        MODULE.format(init="self.pos = torch.zeros(10)", forward="x = x + self.pos"),
+        MODULE.format(
+            init="self.mask: torch.Tensor = torch.ones(3, 3).bool()", forward="x = x * self.mask"
+        ),
     ],
     "TD302": [
         MODULE.format(init="pass", forward="x = x + torch.ones(x.shape[0])"),
-        MODULE.format(init="pass", forward="idx = torch.arange(10)"),
+        MODULE.format(init="pass", forward="pos = torch.arange(10)\n        x = x + pos"),
     ],
     "TD401": [
         """

@@ -7,7 +7,8 @@ import re
 from collections.abc import Iterator
 
 # A name that shows the author thought about the device: guards, device-specific functions.
-GUARD_WORD = re.compile(r"cuda|gpu|device|accelerator|is_available", re.I)
+# "offload": moving weights between host and an accelerator presumes the accelerator.
+GUARD_WORD = re.compile(r"cuda|gpu|device|accelerator|is_available|offload", re.I)
 DEVICE_SPECIFIC_NAME = re.compile(r"cuda|gpu|cudnn|nccl|triton|cutlass", re.I)
 NO_GRAD_WORD = re.compile(r"no_grad|inference_mode")
 SKIP_CALL_WORD = re.compile(r"skip|exit|abort", re.I)
@@ -127,3 +128,42 @@ def is_number(node: ast.AST) -> bool:
 def is_empty_shape(node: ast.AST) -> bool:
     """`[]` or `()`: the shape of a 0-dim tensor."""
     return isinstance(node, (ast.List, ast.Tuple)) and not node.elts
+
+
+def _is_in_slice(node: ast.AST, parents: dict[int, ast.AST]) -> bool:
+    """Is `node` (part of) the index of a subscript: `x[:, idx]`, `x[idx]`?"""
+    child, parent = node, parents.get(id(node))
+    while isinstance(parent, (ast.Tuple, ast.Slice)):
+        child, parent = parent, parents.get(id(parent))
+    return isinstance(parent, ast.Subscript) and parent.slice is child
+
+
+def only_harmless_uses(scope: ast.AST, is_target, skip: ast.AST | None = None) -> bool:
+    """Is every read of the target in `scope` one where a CPU tensor next to GPU tensors is
+    fine: an index (`x[:, idx]`, CPU indices are accepted), iteration (`for w in t`, each
+    element a 0-dim tensor), a comparison (`t is not None`), or no read at all? `skip`: a
+    subtree not to count (the assignment itself)."""
+    parents: dict[int, ast.AST] = {}
+    skipped = {id(n) for n in ast.walk(skip)} if skip is not None else set()
+    for parent in ast.walk(scope):
+        for child in ast.iter_child_nodes(parent):
+            parents[id(child)] = parent
+        # `t = torch.tensor(t)` reads the old value of the name, not the tensor in question
+        if isinstance(parent, ast.Assign) and any(is_target(t) for t in parent.targets):
+            skipped.update(id(n) for n in ast.walk(parent.value))
+    for node in ast.walk(scope):
+        if (
+            id(node) in skipped
+            or not is_target(node)
+            or isinstance(getattr(node, "ctx", None), ast.Store)
+        ):
+            continue
+        parent = parents.get(id(node))
+        if _is_in_slice(node, parents) or isinstance(parent, ast.Compare):
+            continue
+        if isinstance(parent, (ast.For, ast.comprehension)) and parent.iter is node:
+            continue
+        if isinstance(parent, ast.Call) and dotted(parent.func) in ("zip", "enumerate", "len"):
+            continue
+        return False
+    return True

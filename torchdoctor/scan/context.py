@@ -32,6 +32,7 @@ from .model import Edit, Finding
 
 NEWLINE = re.compile(r"\r\n|\r|\n")
 DEVICE_VARIABLE = "device"
+OPTIMIZER = re.compile(r"optim|^opt|scaler|accelerator", re.I)
 TIMING_WORD = re.compile(r"^(time|perf_counter|monotonic|elapsed_time|Event|Timer|record)$")
 
 
@@ -154,7 +155,14 @@ class Loop:
                 if isinstance(sub, ast.Call):
                     attr = sub.func.attr if isinstance(sub.func, ast.Attribute) else None
                     name = attr or (sub.func.id if isinstance(sub.func, ast.Name) else "")
-                    training = training or attr in ("backward", "step")
+                    # scheduler.step() in a sampling loop is not training: optimizers only
+                    training = (
+                        training
+                        or attr == "backward"
+                        or (
+                            attr == "step" and bool(OPTIMIZER.search(dotted(sub.func.value)))  # type: ignore[union-attr]
+                        )
+                    )
                     timing = timing or bool(TIMING_WORD.match(name or ""))
             self._kind = (training, timing)
         return self._kind
@@ -422,6 +430,12 @@ class Context(ast.NodeVisitor):
         self.generic_visit(node)
         self.compare -= 1
 
+    def visit_Subscript(self, node: ast.Subscript) -> None:
+        index = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        for sub in index:
+            self.parents[id(sub)] = node
+        self.generic_visit(node)
+
     def visit_IfExp(self, node: ast.IfExp) -> None:
         guarded = is_guard(node.test)
         self.guard += guarded
@@ -515,12 +529,24 @@ class Context(ast.NodeVisitor):
 
     visit_AnnAssign = visit_Assign
 
+    def _mark_placed(self, expr: ast.expr) -> None:
+        """Every call in the receiver chain of `.to(…)` (`torch.arange(n).view(1, n).to(d)`), and
+        calls passed straight into one."""
+        while isinstance(expr, (ast.Call, ast.Attribute, ast.Subscript)):
+            if isinstance(expr, ast.Call):
+                self.placed.add(id(expr))
+                # `proj(torch.tensor(t)).to(d)`: what goes in comes out moved
+                self.placed.update(id(a) for a in expr.args if isinstance(a, ast.Call))
+                expr = expr.func
+            else:
+                expr = expr.value
+
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
         attr = func.attr if isinstance(func, ast.Attribute) else None
         name = attr or (func.id if isinstance(func, ast.Name) else "")
         if attr in ("to", "type_as", "cuda"):
-            self.placed.add(id(func.value))  # type: ignore[union-attr]
+            self._mark_placed(func.value)  # type: ignore[union-attr]
         if attr == "load_state_dict":
             self.into_load_state_dict.update(id(a) for a in node.args)
         for arg in node.args:

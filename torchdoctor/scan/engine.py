@@ -16,8 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .analyzer import analyze
+from .config import ProjectConfig, config_for, config_for_dir
+from .context import ProjectFacts
 from .model import FileError, Finding, ScanResult
-from .rules import resolve
+from .rules import RULES, resolve
 
 SKIP_DIRS = frozenset(
     [
@@ -41,7 +43,11 @@ SKIP_DIRS = frozenset(
 OUTPUT_DIRS = frozenset({"build", "dist"})
 TEST_DIRS = frozenset({"test", "tests", "testing"})
 SUPPRESS = re.compile(r"#\s*torchdoctor:\s*ignore(?:\[([^\]]*)\])?", re.I)
+# flake8/ruff style: a bare noqa comment silences every rule, `noqa: TD101, E501` only the ids
+# listed.
+NOQA = re.compile(r"#\s*noqa(?::\s*([A-Z]+[0-9]+(?:\s*,?\s*[A-Z]+[0-9]+)*))?", re.I)
 ALL = "*"
+ALL_IDS = frozenset(r.id for r in RULES)
 
 
 @dataclass
@@ -49,6 +55,7 @@ class ScanOptions:
     include_tests: bool = False
     select: frozenset[str] | None = None  # rule ids; None = all
     ignore: frozenset[str] = frozenset()
+    use_config: bool = True  # read [tool.torchdoctor.scan] and torch requirements of the project
 
 
 def is_test_file(path: Path) -> bool:
@@ -121,39 +128,53 @@ def read_source(path: str) -> str:
     return text[1:] if text.startswith("\ufeff") else text
 
 
+def _ids(listed: str) -> set[str]:
+    ids = set()
+    for tok in re.split(r"[\s,]+", listed):
+        rule = resolve(tok.strip()) if tok.strip() else None
+        if rule:
+            ids.add(rule.id)
+    return ids
+
+
 def suppressions(text: str) -> dict[int, set[str]]:
-    """line -> rule ids silenced there (`*` = all) from `# torchdoctor: ignore[TD001,…]`."""
+    """line -> rule ids silenced there (`*` = all) from `# torchdoctor: ignore[TD001,…]`,
+    `# noqa` or `# noqa: TD001,…` (other tools' codes in a noqa list are not ours)."""
     out: dict[int, set[str]] = {}
-    if "torchdoctor" not in text:
+    has_ours, has_noqa = "torchdoctor" in text, "noqa" in text.lower()
+    if not (has_ours or has_noqa):
         return out
     for no, line in enumerate(text.splitlines(), 1):
-        m = SUPPRESS.search(line)
-        if not m:
+        if "#" not in line:
             continue
-        if m.group(1) is None:
-            out[no] = {ALL}
-        else:
-            ids = set()
-            for tok in m.group(1).split(","):
-                rule = resolve(tok.strip())
-                if rule:
-                    ids.add(rule.id)
-            out[no] = ids
+        m = SUPPRESS.search(line) if has_ours else None
+        if m:
+            out.setdefault(no, set()).update({ALL} if m.group(1) is None else _ids(m.group(1)))
+        n = NOQA.search(line) if has_noqa else None
+        if n:
+            out.setdefault(no, set()).update({ALL} if n.group(1) is None else _ids(n.group(1)))
     return out
 
 
-def scan_source(path: str, text: str, opts: ScanOptions) -> tuple[list[Finding], int]:
+def scan_source(
+    path: str, text: str, opts: ScanOptions, config: ProjectConfig | None = None
+) -> tuple[list[Finding], int]:
     """Findings of one file's text (raises SyntaxError/ValueError/RecursionError), and how
-    many were suppressed."""
+    many were suppressed (inline comments, per-file-ignores)."""
+    config = config or ProjectConfig()
     tree = ast.parse(text, filename=path)
-    found = analyze(path, text, tree)
+    rules = (opts.select if opts.select is not None else ALL_IDS) - opts.ignore - config.ignore
+    if not rules:
+        return [], 0
+    found = analyze(path, text, tree, ProjectFacts(config.torch_min), frozenset(rules))
     quiet = suppressions(text)
+    per_file = config.ignored_for(path)
     kept, suppressed = [], 0
     for f in found:
-        if (opts.select is not None and f.rule not in opts.select) or f.rule in opts.ignore:
+        if f.rule not in rules:
             continue
         silenced = quiet.get(f.line, ())
-        if ALL in silenced or f.rule in silenced:
+        if ALL in per_file or f.rule in per_file or ALL in silenced or f.rule in silenced:
             suppressed += 1
             continue
         kept.append(f)
@@ -171,7 +192,8 @@ def scan_file(path: str, opts: ScanOptions, result: ScanResult) -> str | None:
         result.errors.append(FileError(path, f"cannot decode: {exc}"))
         return None
     try:
-        findings, suppressed = scan_source(path, text, opts)
+        config = config_for(path) if opts.use_config else None
+        findings, suppressed = scan_source(path, text, opts, config)
     except SyntaxError as exc:
         result.errors.append(FileError(path, f"syntax error: {exc.msg}", exc.lineno))
         return None
@@ -212,6 +234,19 @@ def default_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def _config_problems(files: list[str], result: ScanResult) -> None:
+    """Each unreadable or invalid project configuration once, as a file error."""
+    seen: set[tuple[str, str]] = set()
+    for d in sorted({os.path.dirname(os.path.abspath(p)) for p in files}):
+        cfg = config_for_dir(d)
+        for problem in cfg.problems:
+            if (cfg.root or d, problem) not in seen:
+                seen.add((cfg.root or d, problem))
+                result.errors.append(
+                    FileError(os.path.join(cfg.root or d, "pyproject.toml"), problem)
+                )
+
+
 def scan_paths(
     paths: Iterable[str], opts: ScanOptions | None = None, jobs: int | None = None
 ) -> ScanResult:
@@ -225,6 +260,8 @@ def scan_paths(
             result.files_skipped += 1
         else:
             files.append(path)
+    if opts.use_config:
+        _config_problems(files, result)
     jobs = default_jobs() if jobs is None else jobs
     chunks = [(files[i : i + CHUNK], opts) for i in range(0, len(files), CHUNK)]
     parts: list[ScanResult] | None = None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 
 from ..context import Check, Context
 
@@ -16,10 +17,15 @@ RAISING = frozenset([
 ])  # fmt: skip
 
 
+MULTI_GPU = re.compile(r"nccl|FullyShardedDataParallel")
+
+
 def on_call(ctx: Context, node: ast.Call) -> None:
     name = ctx.torch_call(node)
     if ctx.guard or name is None or not name.startswith("cuda."):
         return
+    if MULTI_GPU.search(ctx.text):
+        return  # NCCL / FSDP (multi-GPU) code: CUDA-only by design, like the rest of the file
     fn = name[len("cuda.") :]
     if fn not in RAISING:
         return

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import ast
+import re
 
-from ..astutil import dotted, own_nodes
+from ..astutil import dotted, names, only_harmless_uses, own_nodes
 from ..context import Check, Context
 from .module_attribute import is_scalar_factory
 
@@ -16,6 +17,8 @@ FORWARD_FACTORIES = frozenset([
 # torch.<name>_like exists for these only (no arange_like, tensor_like, eye_like…).
 LIKE_FACTORIES = frozenset(["zeros", "ones", "empty", "rand", "randn", "randint", "full"])
 MOVING_METHODS = frozenset(["to", "type_as", "cuda"])
+POSITION_TABLE = re.compile(r"rope|rotary|pos(itional)?_?emb", re.I)
+TRACING = re.compile(r"onnx|tracing", re.I)
 
 
 def _compared_with_numbers(ctx: Context, node: ast.Call) -> bool:
@@ -30,18 +33,21 @@ def _compared_with_numbers(ctx: Context, node: ast.Call) -> bool:
 
 def _moved_later(ctx: Context, node: ast.Call) -> bool:
     """`idx = torch.arange(n)` … `idx = idx.to(x.device)` / `idx.type_as(x)` in the same
-    function: the tensor reaches the right device before it meets the model's."""
+    function: the tensor reaches the right device before it meets the model's. Or it is only
+    used as an index, iterated or compared, where a CPU tensor is fine."""
     f = ctx.func
     if f is None:
         return False
-    target = None
+    target, assign = None, None
     for stmt in own_nodes(list(f.node.body)):
         if isinstance(stmt, ast.Assign) and stmt.value is node:
             if len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
-                target = stmt.targets[0].id
+                target, assign = stmt.targets[0].id, stmt
             break
     if target is None:
         return False
+    if only_harmless_uses(f.node, lambda n: isinstance(n, ast.Name) and n.id == target, assign):
+        return True
     return any(
         isinstance(sub, ast.Call)
         and isinstance(sub.func, ast.Attribute)
@@ -50,6 +56,15 @@ def _moved_later(ctx: Context, node: ast.Call) -> bool:
         and sub.func.value.id == target
         for sub in own_nodes(list(f.node.body))
     )
+
+
+def _position_table(ctx: Context) -> bool:
+    """Rotary / positional tables are built in the module and cast to the input's device by
+    the attention that applies them; ONNX tracing paths compute shapes on the CPU."""
+    f = ctx.func
+    if f and f.cls and POSITION_TABLE.search(f.cls.node.name):
+        return True
+    return any(TRACING.search(n) for t in ctx.if_tests for n in names(t))
 
 
 def on_call(ctx: Context, node: ast.Call) -> None:
@@ -63,7 +78,9 @@ def on_call(ctx: Context, node: ast.Call) -> None:
         return
     if is_scalar_factory(func.attr, node) or _compared_with_numbers(ctx, node):
         return
-    if _moved_later(ctx, node):
+    if isinstance(ctx.parents.get(id(node)), ast.Subscript):
+        return  # `x[torch.arange(b), idx]`: CPU indices work on tensors on any device
+    if _moved_later(ctx, node) or _position_table(ctx):
         return
     hint = f"{dotted(func)}(…, device=x.device) for an input x"
     if func.attr in LIKE_FACTORIES:

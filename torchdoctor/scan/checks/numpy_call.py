@@ -12,7 +12,7 @@ from ..context import Check, Context
 DTYPE_WORD = re.compile(r"float|half|int|long|bool|double|dtype|complex|bfloat", re.I)
 
 
-def _grad_visible(ctx: Context, names: list[str], root: ast.expr) -> bool:
+def _grad_visible(ctx: Context, receiver: ast.expr, names: list[str], root: ast.expr) -> bool:
     if ctx.no_grad or {"detach", "data", "item", "tolist"} & set(names):
         return False
     if {"weight", "bias"} & set(names[-1:]):
@@ -20,42 +20,90 @@ def _grad_visible(ctx: Context, names: list[str], root: ast.expr) -> bool:
     if isinstance(root, ast.Name) and root.id in ctx.param_loop_vars:
         return True
     f = ctx.func
-    return bool(f and isinstance(root, ast.Name) and f.trains() and f.from_call(root.id))
+    return bool(
+        f
+        and isinstance(root, ast.Name)
+        and not _reads_attribute(receiver)
+        and f.trains()
+        and f.from_call(root.id)
+    )
 
 
-def _moves_to_device(expr: ast.expr) -> bool:
-    """`x.cuda()`, `x.to(device)`, `x.to("cuda")` — not `x.to(torch.float32)`."""
-    for sub in ast.walk(expr):
-        if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute):
-            if sub.func.attr == "cuda":
-                return True
-            if sub.func.attr == "to" and (sub.args or sub.keywords):
-                first = sub.args[0] if sub.args else sub.keywords[0].value
-                if not DTYPE_WORD.search(ast.unparse(first)):
-                    return True
+def _reads_attribute(expr: ast.expr) -> bool:
+    """`sched.alphas_cumprod` reads a stored attribute (a buffer, not the training output);
+    `out.cpu()` only calls methods."""
+    while isinstance(expr, (ast.Call, ast.Attribute, ast.Subscript)):
+        if isinstance(expr, ast.Call):
+            expr = expr.func.value if isinstance(expr.func, ast.Attribute) else expr.func
+        elif isinstance(expr, ast.Attribute):
+            return True
+        else:
+            expr = expr.value
     return False
 
 
-def _device_names(ctx: Context) -> set[str]:
-    """Names the current function (or module) puts on a device, and the outputs of calling
-    them: `model = Net().to(device)`, `x = x.cuda()`, `out = model(x)`."""
+def _placement(expr: ast.expr) -> bool | None:
+    """Where the outermost move in `expr` sends it: True for a device (`.cuda()`,
+    `.to(device)`), False for the CPU (`.cpu()`, `.to("cpu")`, `.to(self._cpu_device)`),
+    None when it does not move (or only changes dtype: `.to(torch.float32)`)."""
+    while isinstance(expr, (ast.Call, ast.Attribute, ast.Subscript)):
+        if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
+            attr = expr.func.attr
+            if attr in ("cpu", "numpy", "tolist", "item"):
+                return False
+            if attr == "cuda":
+                return True
+            if attr == "to" and (expr.args or expr.keywords):
+                dev = [k.value for k in expr.keywords if k.arg == "device"] or expr.args[:1]
+                text = ast.unparse(dev[0]) if dev else ""
+                if "cpu" in text.lower():
+                    return False
+                if dev and not DTYPE_WORD.search(text):
+                    return True
+            expr = expr.func.value
+        elif isinstance(expr, ast.Call):
+            expr = expr.func
+        else:
+            expr = expr.value
+    return None
+
+
+def _assignments(ctx: Context) -> list[tuple[int, str, ast.expr]]:
+    """(line, name, value) of the plain assignments in the current function (or module)."""
     f = ctx.func
-    key = f"device_names:{id(f.node) if f else 'module'}"
+    key = f"assignments:{id(f.node) if f else 'module'}"
     got = ctx.memo.get(key)
     if got is None:
         body = list(f.node.body) if f else list(ctx._module.body if ctx._module else [])
-        assigns = [n for n in own_nodes(body) if isinstance(n, ast.Assign)]
-        got = set()
-        for _ in range(2):  # `model` placed first, then `out = model(x)`; source order varies
-            for a in assigns:
-                v = a.value
-                on_device = _moves_to_device(v) or (
-                    isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id in got
-                )
-                if on_device:
-                    got.update(t.id for t in a.targets if isinstance(t, ast.Name))
+        got = sorted(
+            (n.lineno, t.id, n.value)
+            for n in own_nodes(body)
+            if isinstance(n, ast.Assign)
+            for t in n.targets
+            if isinstance(t, ast.Name)
+        )
         ctx.memo[key] = got
     return got  # type: ignore[return-value]
+
+
+def _on_device(ctx: Context, name: str, line: int, depth: int = 0) -> bool:
+    """Is `name`, as last assigned before `line`, a tensor (or model output) on a device?
+    `x = x.cuda()`; `model = Net().to(device)` then `out = model(x)`; not after `out = out.cpu()`."""
+    last = None
+    for lineno, target, value in _assignments(ctx):
+        if lineno >= line:
+            break
+        if target == name:
+            last = (lineno, value)
+    if last is None or depth > 3:
+        return False
+    lineno, value = last
+    placed = _placement(value)
+    if placed is not None:
+        return placed
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
+        return _on_device(ctx, value.func.id, lineno, depth + 1)
+    return False
 
 
 def on_call(ctx: Context, node: ast.Call) -> None:
@@ -63,7 +111,7 @@ def on_call(ctx: Context, node: ast.Call) -> None:
     if node.args or node.keywords or not isinstance(func, ast.Attribute):
         return
     names, root = chain(func.value)
-    if _grad_visible(ctx, names, root):
+    if _grad_visible(ctx, func.value, names, root):
         ctx.report(
             "TD401",
             node,
@@ -71,12 +119,10 @@ def on_call(ctx: Context, node: ast.Call) -> None:
             ".detach().cpu().numpy()",
             ctx.insert_after(root, ".detach()"),
         )
-    if {"cpu", "tolist", "item"} & set(names):
-        return
-    on_device = _moves_to_device(func.value) or (
-        isinstance(root, ast.Name) and root.id in _device_names(ctx)
-    )
-    if on_device:
+    placed = _placement(func.value)
+    if placed is None and isinstance(root, ast.Name):
+        placed = _on_device(ctx, root.id, node.lineno)
+    if placed:
         ctx.report(
             "TD403",
             node,

@@ -6,8 +6,14 @@ accelerator); TD502: pinning that raises there — `Tensor.pin_memory()` and tor
 from __future__ import annotations
 
 import ast
+import re
 
+from ..astutil import call_name, dotted
 from ..context import Check, Context
+
+PINNING_SCOPE = re.compile(r"offload|onload|pin", re.I)
+CUDA_TENSOR = re.compile(r"cuda\.[A-Z]\w*Tensor$")
+LOADER = re.compile(r"loader$", re.I)  # DataLoader, StatefulDataLoader, get_loader…
 
 RAISES = "raises RuntimeError on a machine without an accelerator (CPU-only host)"
 
@@ -24,12 +30,31 @@ def _raises(ctx: Context, node: ast.Call) -> bool:
     return torch_name is not None and not torch_name.endswith("DataLoader")
 
 
+def _pinning_code(ctx: Context) -> bool:
+    """The offloading machinery itself (`def pin_memory(self)`, `_onload_from_disk`, a
+    group_offloading module), which runs only when its caller chose an accelerator, or a
+    function that also builds legacy CUDA tensors (`torch.cuda.ByteTensor`): CUDA-only."""
+    scopes = [ctx.path, *(f.node.name for f in ctx.funcs), *(c.node.name for c in ctx.classes)]
+    scopes += [f.cls.node.name for f in ctx.funcs if f.cls]
+    if any(PINNING_SCOPE.search(s) for s in scopes):
+        return True
+    f = ctx.func
+    return f is not None and any(
+        isinstance(n, ast.Call) and CUDA_TENSOR.search(dotted(n.func)) for n in ast.walk(f.node)
+    )
+
+
 def on_call(ctx: Context, node: ast.Call) -> None:
     if ctx.guard or (ctx.torch_call(node) or "").endswith("save_on_cpu"):
         return  # save_on_cpu pins only when CUDA is available: neither raises nor warns
     func = node.func
     if isinstance(func, ast.Attribute) and func.attr == "pin_memory":
-        if not node.args and not node.keywords and not ctx.is_torch(func.value):
+        if (
+            not node.args
+            and not node.keywords
+            and not ctx.is_torch(func.value)
+            and not _pinning_code(ctx)
+        ):
             ctx.report(
                 "TD502",
                 node,
@@ -45,7 +70,9 @@ def on_call(ctx: Context, node: ast.Call) -> None:
         fix, edit = _keyword_fix(ctx, k.value)
         if _raises(ctx, node):
             ctx.report("TD502", k.value, f"`pin_memory=True`: {RAISES}", fix, edit)  # type: ignore[arg-type]
-        else:
+        elif LOADER.search(
+            call_name(node)
+        ):  # other libraries' pin_memory options mean their own thing
             ctx.report(
                 "TD501",
                 k.value,
