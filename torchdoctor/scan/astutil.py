@@ -115,11 +115,10 @@ def is_number(node: ast.AST) -> bool:
         return isinstance(node.value, (int, float, bool)) and node.value is not None
     if isinstance(node, ast.UnaryOp):
         return is_number(node.operand)
-    if isinstance(node, ast.BinOp):
-        return all(
-            is_number(n) or isinstance(n, (ast.Name, ast.Attribute))
-            for n in (node.left, node.right)
-        ) and (is_number(node.left) or is_number(node.right))
+    if isinstance(node, ast.BinOp):  # `d ** 0.5`, `x.shape[-1] ** -0.5`: arithmetic on a number
+        scalar_like = (ast.Name, ast.Attribute, ast.Subscript, ast.Call, ast.BinOp, ast.Constant)
+        sides = (node.left, node.right)
+        return all(isinstance(n, scalar_like) for n in sides) and any(is_number(n) for n in sides)
     if isinstance(node, ast.Call):
         return dotted(node.func).split(".")[0] in ("math", "float", "int", "abs", "min", "max")
     return False

@@ -32,7 +32,7 @@ except ImportError:  # pragma: no cover - Python 3.10
 
 CONFIG_LIMIT = 4 * 1024 * 1024
 ALL = "*"
-TORCH_REQ = re.compile(r"^\s*torch\s*(?:\[[^\]]*\])?\s*([^;#\n]*)", re.M)
+TORCH_REQ = re.compile(r"^\s*torch(?![\w.-])\s*(?:\[[^\]]*\])?\s*([^;#\n]*)", re.M)
 LOWER_BOUND = re.compile(r"(>=|==|~=|>)\s*(\d+)\.(\d+)")
 PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 

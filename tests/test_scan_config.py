@@ -1,0 +1,165 @@
+"""Suppressions a linter user expects: `# noqa` comments, `[tool.torchdoctor.scan]` in
+pyproject.toml (ignore, per-file-ignores), the project's torch requirement; and the
+pre-commit hook definition."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from torchdoctor.scan import ScanOptions, scan_paths
+from torchdoctor.scan.config import config_for_dir, torch_lower_bound
+from torchdoctor.scan.engine import scan_source
+
+from .conftest import REPO
+
+
+def _rules(src: str) -> tuple[list[str], int]:
+    found, suppressed = scan_source("m.py", "import torch\n" + src, ScanOptions())
+    return [f.rule for f in found], suppressed
+
+
+def test_bare_noqa_silences_every_rule_and_is_counted():
+    assert _rules("m.cuda()  # noqa\n") == ([], 1)
+
+
+def test_noqa_with_our_id_silences_only_that_rule():
+    found, suppressed = _rules("sd = torch.load(f)  # noqa: TD101\n")
+    assert found == ["TD102"] and suppressed == 1
+
+
+def test_noqa_for_another_tools_code_silences_nothing():
+    assert _rules("m.cuda()  # noqa: E501\n") == (["TD001"], 0)
+
+
+def test_noqa_list_with_several_codes():
+    assert _rules("sd = torch.load(f)  # noqa: E501, TD101,TD102\n") == ([], 2)
+
+
+@pytest.fixture
+def project(tmp_path):
+    def make(pyproject: str, files: dict[str, str]) -> Path:
+        root = tmp_path / "proj"
+        root.mkdir()
+        (root / "pyproject.toml").write_text(pyproject)
+        for name, text in files.items():
+            p = root / name
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_text(text)
+        config_for_dir.cache_clear()
+        return root
+
+    yield make
+    config_for_dir.cache_clear()
+
+
+def test_per_file_ignores_and_ignore_from_pyproject(project):
+    root = project(
+        '[tool.torchdoctor.scan]\nignore = ["TD201"]\n'
+        '[tool.torchdoctor.scan.per-file-ignores]\n"tests/*" = ["TD001"]\n"gpu_*.py" = ["*"]\n',
+        {
+            "src/a.py": "m.cuda()\nm = nn.DataParallel(m)\n",
+            "tests/test_a.py": "m.cuda()\n",
+            "tools/gpu_bench.py": "m.cuda()\n",
+        },
+    )
+    result = scan_paths([str(root)], ScanOptions(include_tests=True), jobs=1)
+    where = sorted((Path(f.path).relative_to(root).as_posix(), f.rule) for f in result.findings)
+    assert where == [("src/a.py", "TD001")]
+    assert result.suppressed == 2  # per-file-ignores count; `ignore` is like --ignore
+
+
+def test_invalid_config_is_a_file_error_and_the_scan_goes_on(project):
+    root = project("[tool.torchdoctor.scan\n", {"a.py": "m.cuda()\n"})
+    result = scan_paths([str(root)], ScanOptions(), jobs=1)
+    assert [f.rule for f in result.findings] == ["TD001"]
+    assert any("not valid TOML" in e.message for e in result.errors)
+
+
+def test_unknown_rule_in_config_is_reported(project):
+    root = project('[tool.torchdoctor.scan]\nignore = ["TD999"]\n', {"a.py": "m.cuda()\n"})
+    result = scan_paths([str(root)], ScanOptions(), jobs=1)
+    assert any("unknown rule 'TD999'" in e.message for e in result.errors)
+
+
+def test_project_requiring_torch_2_6_gets_no_weights_only_note(project):
+    src = {"a.py": "import torch\nsd = torch.load(p, map_location='cpu')\n"}
+    root = project('[project]\nname = "x"\ndependencies = ["torch>=2.6,<3"]\n', src)
+    assert scan_paths([str(root)], ScanOptions(), jobs=1).findings == []
+
+
+def test_requirements_file_declares_the_torch_floor(tmp_path):
+    (tmp_path / "setup.py").write_text("")
+    (tmp_path / "requirements.txt").write_text("numpy\ntorch>=2.7.1\n")
+    config_for_dir.cache_clear()
+    assert config_for_dir(str(tmp_path)).torch_min == (2, 7)
+    config_for_dir.cache_clear()
+
+
+@pytest.mark.parametrize(
+    ("reqs", "floor"),
+    [
+        (["torch>=2.6"], (2, 6)),
+        (["torch[opt] >= 2.6.0, <3"], (2, 6)),
+        (["torch==2.7.1"], (2, 7)),
+        (["torch"], None),
+        (["torchvision>=0.20"], None),
+        (["torch>=2.6", "torch>=1.13"], (1, 13)),
+        (["torch>=2.6; python_version >= '3.9'"], (2, 6)),
+    ],
+)
+def test_torch_lower_bound(reqs, floor):
+    assert torch_lower_bound(reqs) == floor
+
+
+def test_pre_commit_hook_runs_the_scan_on_the_files_it_is_given(tmp_path):
+    """What pre-commit does with the hook: run `entry` with the staged Python file names."""
+    import yaml
+
+    (hook,) = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())
+    assert hook["id"] == "torchdoctor-scan" and hook["types"] == ["python"]
+    exe, *args = hook["entry"].split()
+    assert exe == "torchdoctor"  # the console script the package installs
+    bad, good = tmp_path / "bad.py", tmp_path / "good.py"
+    bad.write_text("import torch\nm.cuda()\n")
+    good.write_text("import torch\nm.to(device)\n")
+    cmd = [sys.executable, "-m", "torchdoctor", *args]
+    assert subprocess.run([*cmd, str(good)], capture_output=True).returncode == 0
+    failed = subprocess.run([*cmd, str(bad), str(good)], capture_output=True, text=True)
+    assert failed.returncode == 1 and "TD001" in failed.stdout
+
+
+@pytest.mark.slow
+def test_pre_commit_try_repo_on_a_sample_project(tmp_path):
+    """`pre-commit try-repo` installs this repository's hook in its own virtualenv (from
+    PyPI) and runs it on a sample git project."""
+    pre_commit = shutil.which("pre-commit") or str(Path(sys.executable).with_name("pre-commit"))
+    if not Path(pre_commit).exists() or shutil.which("git") is None:
+        pytest.skip("pre-commit or git is not installed")
+    if subprocess.run(
+        ["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True
+    ).returncode:
+        pytest.skip("not a git checkout")
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "train.py").write_text("import torch\nmodel = Net().cuda()\n")
+    git = ["git", "-C", str(proj), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "train.py"], check=True)
+    env = {"PRE_COMMIT_HOME": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"}
+    run = subprocess.run(
+        [pre_commit, "try-repo", str(REPO), "torchdoctor-scan", "--all-files"],
+        cwd=proj,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    if "Could not find a version" in run.stdout + run.stderr or "Network" in run.stderr:
+        pytest.skip("no package index reachable for pre-commit's virtualenv")
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "TD001" in run.stdout and "torchdoctor scan" in run.stdout
