@@ -1,23 +1,30 @@
-"""How fast `torchdoctor scan` reads a large real codebase: the installed torch's own sources.
+"""How fast `torchdoctor scan` reads a large real codebase, against the floor for an AST-based
+scanner (Python's own `ast.parse` over the same files, same worker processes) and, when it is
+installed, `ruff check` over the same files with as many threads.
 
     python benchmarks/bench_scan.py [--repeat 5] [--jobs N] [PATH]
 
-Scans PATH (default: the installed torch package, found without importing it) several times
-in-process and prints the median wall time, files/s and lines/s. Timings belong here, not in
-the unit tests.
+PATH defaults to the installed torch package (found without importing it). Each measurement is
+repeated and the median reported; the three run interleaved in one process so that they see
+the same machine load. Timings belong here, not in the unit tests.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import importlib.util
+import os
+import shutil
 import statistics
+import subprocess
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from torchdoctor.scan import ScanOptions, scan_paths
-from torchdoctor.scan.engine import default_jobs
+from torchdoctor.scan.engine import CHUNK, default_jobs, iter_files, read_source
 
 
 def torch_dir() -> str:
@@ -25,6 +32,38 @@ def torch_dir() -> str:
     if spec is None or not spec.submodule_search_locations:
         sys.exit("torch is not installed; pass a PATH to scan instead")
     return next(iter(spec.submodule_search_locations))
+
+
+def _parse_chunk(paths: list[str]) -> int:
+    n = 0
+    for p in paths:
+        try:
+            ast.parse(read_source(p), filename=p)
+            n += 1
+        except (SyntaxError, ValueError, UnicodeDecodeError, OSError):
+            pass
+    return n
+
+
+def parse_all(files: list[str], jobs: int) -> int:
+    """Read and `ast.parse` every file, chunked over `jobs` processes like the scan."""
+    chunks = [files[i : i + CHUNK] for i in range(0, len(files), CHUNK)]
+    if jobs == 1:
+        return sum(map(_parse_chunk, chunks))
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        return sum(pool.map(_parse_chunk, chunks))
+
+
+def ruff_all(ruff: str, files: list[str], jobs: int) -> None:
+    env = {**os.environ, "RAYON_NUM_THREADS": str(jobs)}
+    cmd = [ruff, "check", "--no-cache", "--isolated", "--exit-zero", "--quiet", *files]
+    subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+
+
+def timed(fn) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
 
 
 def main() -> None:
@@ -35,22 +74,36 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=None, help="default: the usable CPUs")
     args = ap.parse_args()
     path = args.path or torch_dir()
-    times = []
+    jobs = args.jobs or default_jobs()
+    opts = ScanOptions(include_tests=args.include_tests)
+    files = [p for p, skipped in iter_files([path], args.include_tests) if not skipped]
+    ruff = shutil.which("ruff") or shutil.which("ruff", path=str(Path(sys.executable).parent))
+    results: dict[str, list[float]] = {"scan": [], "ast.parse": [], "ruff check": []}
+    scan = None
     for _ in range(args.repeat):
         t0 = time.perf_counter()
-        result = scan_paths([path], ScanOptions(include_tests=args.include_tests), args.jobs)
-        times.append(time.perf_counter() - t0)
-    med = statistics.median(times)
+        scan = scan_paths([path], opts, jobs)
+        results["scan"].append(time.perf_counter() - t0)
+        results["ast.parse"].append(timed(lambda: parse_all(files, jobs)))
+        if ruff:
+            results["ruff check"].append(timed(lambda: ruff_all(ruff, files, jobs)))
+    assert scan is not None
+    size = sum(os.path.getsize(f) for f in files) / 1e6
     print(f"path:      {Path(path)}")
-    print(f"files:     {result.files_scanned} scanned, {result.files_skipped} test files skipped")
-    print(f"lines:     {result.lines_scanned}")
-    print(f"findings:  {len(result.findings)}, file errors: {len(result.errors)}")
-    print(f"jobs:      {args.jobs or default_jobs()}")
-    print(f"runs:      {', '.join(f'{t:.2f}' for t in times)} s")
-    print(
-        f"median:    {med:.2f} s = {result.files_scanned / med:.0f} files/s, "
-        f"{result.lines_scanned / med:,.0f} lines/s"
-    )
+    print(f"files:     {scan.files_scanned} scanned, {scan.files_skipped} test files skipped")
+    print(f"lines:     {scan.lines_scanned:,} ({size:.1f} MB)")
+    print(f"findings:  {len(scan.findings)}, file errors: {len(scan.errors)}")
+    print(f"jobs:      {jobs}, runs: {args.repeat}")
+    base = statistics.median(results["ast.parse"])
+    for name, times in results.items():
+        if not times:
+            print(f"{name:<11}(not installed)")
+            continue
+        med = statistics.median(times)
+        print(
+            f"{name:<11}median {med:6.2f} s = {scan.lines_scanned / med:>9,.0f} lines/s, "
+            f"{med / base:.2f}x ast.parse   (runs: {', '.join(f'{t:.2f}' for t in times)})"
+        )
 
 
 if __name__ == "__main__":

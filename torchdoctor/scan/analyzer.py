@@ -21,18 +21,30 @@ from .model import Finding
 @lru_cache(maxsize=16)
 def _plan(rules: frozenset[str] | None) -> tuple[Hooks, re.Pattern[str]]:
     checks: list[Check] = [c for c in CHECKS if rules is None or set(c.rules) & rules]
-    words = sorted({w for c in checks for w in c.words}, key=lambda w: (-len(w), w))
-    pattern = re.compile("|".join(map(re.escape, words)) if words else r"(?!)")
+    # One flat alternation: Python's regex engine is far faster on that than on nested groups.
+    words = sorted({re.escape(w) for c in checks for w in c.words})
+    attrs = sorted({a for c in checks for a in c.attrs})
+    if attrs:
+        words.append(r"\.\s*(?:" + "|".join(attrs) + r")\b")
+    pattern = re.compile("|".join(words) if words else r"(?!)")
     return Hooks.of(checks), pattern
 
 
 def candidate_lines(text: str, pattern: re.Pattern[str]) -> list[int]:
-    """Sorted 1-based lines where a trigger word occurs (as the tokenizer counts lines)."""
-    hits = [m.start() for m in pattern.finditer(text)]
-    if not hits:
-        return []
-    starts = [0, *(m.end() for m in NEWLINE.finditer(text))]
-    return sorted({bisect_right(starts, pos) for pos in hits})
+    """Sorted 1-based lines where a trigger word occurs (as the tokenizer counts lines).
+    One search per such line: after a hit the search resumes at the next line."""
+    if "\r" in text:  # old Mac or mixed newlines: map offsets through the line starts
+        starts = [0, *(m.end() for m in NEWLINE.finditer(text))]
+        return sorted({bisect_right(starts, m.start()) for m in pattern.finditer(text)})
+    out: list[int] = []
+    line, pos, search, count, find = 1, 0, pattern.search, text.count, text.find
+    while (m := search(text, pos)) is not None:
+        line += count("\n", pos, m.start())
+        out.append(line)
+        pos = find("\n", m.end())
+        if pos < 0:
+            break
+    return out
 
 
 def might_find(text: str, rules: Iterable[str] | None = None) -> bool:

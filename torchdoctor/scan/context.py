@@ -174,12 +174,15 @@ AssignHook = Callable[["Context", "ast.Assign | ast.AnnAssign"], None]
 
 @dataclass(frozen=True)
 class Check:
-    """One rule module's hooks. `words`: regex alternatives; a statement none of whose lines
-    match any check's words is skipped. `calls`: called names (`x.cuda()` / `cuda()` -> "cuda")
-    that trigger `on_call`; `keywords`: keyword names that do (`pin_memory=`)."""
+    """One rule module's hooks. A statement is walked only if one of its lines holds one of
+    `words` (plain text: "cuda") or `.<attr>` for one of `attrs` (`.zeros`, `. item`): they
+    must occur in every statement a finding can come from. `calls`: called names
+    (`x.cuda()` / `cuda()` -> "cuda") that trigger `on_call`; `keywords`: keyword names
+    that do (`pin_memory=`)."""
 
     rules: tuple[str, ...]
-    words: tuple[str, ...]
+    words: tuple[str, ...] = ()
+    attrs: frozenset[str] = frozenset()
     calls: frozenset[str] = frozenset()
     keywords: frozenset[str] = frozenset()
     on_call: CallHook | None = None
@@ -220,7 +223,7 @@ class Context(ast.NodeVisitor):
         self.hooks = hooks
         self.project = project or ProjectFacts()
         self.candidates = candidates  # sorted lines worth entering; None = every line
-        self.lines = NEWLINE.split(text)  # as the tokenizer counts lines, unlike str.splitlines
+        self._lines: list[str] | None = None
         self._line_starts: list[int] | None = None
         self.findings: list[Finding] = []
         self.torch_names = {"torch"}
@@ -228,7 +231,10 @@ class Context(ast.NodeVisitor):
         self._module: ast.Module | None = None
         self._module_stores: dict[str, int] | None = None
         self._defined: set[str] | None = None
-        self.guard = 0
+        # Device guards around the current node, evaluated only when a check asks (`guard`):
+        # (predicate, node) pairs, or None for a known guard.
+        self._guards: list[tuple[Callable[[ast.AST], bool], ast.AST] | None] = []
+        self._guard_memo: dict[int, bool] = {}
         self.no_grad = 0
         self.if_depth = 0
         self.compare = 0
@@ -247,6 +253,13 @@ class Context(ast.NodeVisitor):
         self.memo: dict[str, object] = {}  # per-file facts a check computes once
 
     # ------------------------------------------------------------------ positions and output
+    @property
+    def lines(self) -> list[str]:
+        """The text's lines as the tokenizer counts them (unlike str.splitlines)."""
+        if self._lines is None:
+            self._lines = NEWLINE.split(self.text)
+        return self._lines
+
     def _offset(self, line: int, col_bytes: int) -> int:
         """Character offset in the text of an AST (line, UTF-8 byte column) position."""
         if self._line_starts is None:
@@ -384,18 +397,15 @@ class Context(ast.NodeVisitor):
     def _block(self, stmts: list[ast.stmt]) -> None:
         """Visit statements; after `if not cuda: return`, `assert cuda…` or `import triton`
         the rest of the block is guarded."""
-        raised = 0
+        depth = len(self._guards)
         for s in stmts:
             if isinstance(s, (ast.Import, ast.ImportFrom)) or self._worth(s):
                 self.visit(s)
-            if (
-                (isinstance(s, ast.If) and _exits_guard(s))
-                or (isinstance(s, ast.Assert) and is_guard(s.test))
-                or imports_cuda_only(s)
-            ):
-                self.guard += 1
-                raised += 1
-        self.guard -= raised
+            if (isinstance(s, ast.If) and exits(s.body)) or isinstance(s, ast.Assert):
+                self._guards.append((is_guard, s.test))
+            elif imports_cuda_only(s):
+                self._guards.append(None)
+        del self._guards[depth:]
 
     def visit_Module(self, node: ast.Module) -> None:
         self._module = node
@@ -411,17 +421,30 @@ class Context(ast.NodeVisitor):
             for a in node.names:
                 self.imported[a.asname or a.name] = f"{node.module}.{a.name}"
 
+    @property
+    def guard(self) -> bool:
+        """Is the current node under a device guard?"""
+        for entry in self._guards:
+            if entry is None:
+                return True
+            pred, node = entry
+            hit = self._guard_memo.get(id(node))
+            if hit is None:
+                hit = self._guard_memo[id(node)] = pred(node)
+            if hit:
+                return True
+        return False
+
     def visit_If(self, node: ast.If) -> None:
-        guarded = is_guard(node.test)
         self.visit(node.test)
-        self.guard += guarded
+        self._guards.append((is_guard, node.test))
         self.if_depth += 1
         self.if_tests.append(node.test)
         self._block(node.body)
         self._block(node.orelse)
         self.if_tests.pop()
         self.if_depth -= 1
-        self.guard -= guarded
+        self._guards.pop()
 
     def visit_Compare(self, node: ast.Compare) -> None:
         self.compare += 1
@@ -437,24 +460,25 @@ class Context(ast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_IfExp(self, node: ast.IfExp) -> None:
-        guarded = is_guard(node.test)
-        self.guard += guarded
+        self._guards.append((is_guard, node.test))
         self.generic_visit(node)
-        self.guard -= guarded
+        self._guards.pop()
 
     def visit_With(self, node: ast.With | ast.AsyncWith) -> None:
         words = [n for item in node.items for n in names(item.context_expr)]
         no_grad = any(NO_GRAD_WORD.search(w) for w in words)
-        guarded = any(DEVICE_SPECIFIC_NAME.search(w) for w in words)
         self.no_grad += no_grad
-        self.guard += guarded
+        device_block = any(DEVICE_SPECIFIC_NAME.search(w) for w in words)
+        if device_block:
+            self._guards.append(None)
         for item in node.items:
             self.visit(item)
         self.withs.extend(item.context_expr for item in node.items)
         self._block(node.body)
         del self.withs[len(self.withs) - len(node.items) :]
         self.no_grad -= no_grad
-        self.guard -= guarded
+        if device_block:
+            self._guards.pop()
 
     visit_AsyncWith = visit_With
 
@@ -464,15 +488,14 @@ class Context(ast.NodeVisitor):
         )
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
-        guarded = self._decorated_guard(node)
         for d in [*node.decorator_list, *node.bases, *node.keywords]:
             self.visit(d)
         self.classes.append(Class(node))
-        self.guard += guarded
+        self._guards.append((self._decorated_guard, node))  # type: ignore[arg-type]
         outer_loops, self.loops = self.loops, []
         self._block(node.body)
         self.loops = outer_loops
-        self.guard -= guarded
+        self._guards.pop()
         self.classes.pop()
 
     def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
@@ -480,10 +503,9 @@ class Context(ast.NodeVisitor):
             self.visit(d)
         self.visit(node.args)
         cls = self.classes[-1] if self.classes and not self.funcs else None
-        guarded = self._decorated_guard(node)
         no_grad = any(NO_GRAD_WORD.search(n) for d in node.decorator_list for n in names(d))
         self.funcs.append(Func(node, cls))
-        self.guard += guarded
+        self._guards.append((self._decorated_guard, node))  # type: ignore[arg-type]
         self.no_grad += no_grad
         outer_loops, self.loops = self.loops, []
         outer_classes, self.classes = self.classes, []
@@ -493,7 +515,7 @@ class Context(ast.NodeVisitor):
         self.classes = outer_classes
         self.loops = outer_loops
         self.no_grad -= no_grad
-        self.guard -= guarded
+        self._guards.pop()
         self.funcs.pop()
 
     visit_AsyncFunctionDef = visit_FunctionDef
@@ -559,10 +581,6 @@ class Context(ast.NodeVisitor):
         for hook in hooks:
             hook(self, node)
         self.generic_visit(node)
-
-
-def _exits_guard(node: ast.If) -> bool:
-    return is_guard(node.test) and exits(node.body)
 
 
 def own_calls(func: Func) -> list[ast.Call]:

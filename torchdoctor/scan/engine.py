@@ -137,14 +137,18 @@ def _ids(listed: str) -> set[str]:
     return ids
 
 
-def suppressions(text: str) -> dict[int, set[str]]:
+def suppressions(text: str, lines: Iterable[int] | None = None) -> dict[int, set[str]]:
     """line -> rule ids silenced there (`*` = all) from `# torchdoctor: ignore[TD001,…]`,
-    `# noqa` or `# noqa: TD001,…` (other tools' codes in a noqa list are not ours)."""
+    `# noqa` or `# noqa: TD001,…` (other tools' codes in a noqa list are not ours). Only
+    `lines` are read when given (the lines that have findings)."""
     out: dict[int, set[str]] = {}
     has_ours, has_noqa = "torchdoctor" in text, "noqa" in text.lower()
     if not (has_ours or has_noqa):
         return out
-    for no, line in enumerate(text.splitlines(), 1):
+    all_lines = text.splitlines()
+    wanted = range(1, len(all_lines) + 1) if lines is None else sorted(set(lines))
+    for no in wanted:
+        line = all_lines[no - 1] if 0 < no <= len(all_lines) else ""
         if "#" not in line:
             continue
         m = SUPPRESS.search(line) if has_ours else None
@@ -167,7 +171,9 @@ def scan_source(
     if not rules:
         return [], 0
     found = analyze(path, text, tree, ProjectFacts(config.torch_min), frozenset(rules))
-    quiet = suppressions(text)
+    if not found:
+        return [], 0
+    quiet = suppressions(text, (f.line for f in found))
     per_file = config.ignored_for(path)
     kept, suppressed = [], 0
     for f in found:

@@ -95,7 +95,7 @@ def on_call(ctx: Context, node: ast.Call) -> None:
 
 CHECK = Check(
     rules=("TD302",),
-    words=tuple(sorted(FORWARD_FACTORIES)),
+    attrs=FORWARD_FACTORIES,
     calls=FORWARD_FACTORIES,
     on_call=on_call,
 )

@@ -122,4 +122,8 @@ def on_assign(ctx: Context, node: ast.Assign | ast.AnnAssign) -> None:
             )
 
 
-CHECK = Check(rules=("TD301",), words=tuple(sorted(TENSOR_FACTORIES)), on_assign=on_assign)
+CHECK = Check(
+    rules=("TD301",),
+    attrs=TENSOR_FACTORIES,
+    on_assign=on_assign,
+)

@@ -133,5 +133,8 @@ def on_call(ctx: Context, node: ast.Call) -> None:
 
 
 CHECK = Check(
-    rules=("TD401", "TD403"), words=("numpy",), calls=frozenset(["numpy"]), on_call=on_call
+    rules=("TD401", "TD403"),
+    attrs=frozenset(["numpy"]),
+    calls=frozenset(["numpy"]),
+    on_call=on_call,
 )

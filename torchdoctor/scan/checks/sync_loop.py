@@ -31,7 +31,8 @@ def on_call(ctx: Context, node: ast.Call) -> None:
 
 CHECK = Check(
     rules=("TD402",),
-    words=("item", "synchronize"),
+    words=("synchronize",),
+    attrs=frozenset(["item"]),
     calls=frozenset(["item", "synchronize"]),
     on_call=on_call,
 )

@@ -100,5 +100,8 @@ def on_call(ctx: Context, node: ast.Call) -> None:
 
 
 CHECK = Check(
-    rules=("TD101", "TD102", "TD103"), words=("load",), calls=frozenset(["load"]), on_call=on_call
+    rules=("TD101", "TD102", "TD103"),
+    words=("load",),
+    calls=frozenset(["load"]),
+    on_call=on_call,
 )
