@@ -70,7 +70,17 @@ def test_per_file_ignores_and_ignore_from_pyproject(project):
     result = scan_paths([str(root)], ScanOptions(include_tests=True), jobs=1)
     where = sorted((Path(f.path).relative_to(root).as_posix(), f.rule) for f in result.findings)
     assert where == [("src/a.py", "TD001")]
-    assert result.suppressed == 2  # per-file-ignores count; `ignore` is like --ignore
+    assert result.suppressed == 3  # ignore and per-file-ignores are counted, as on `check`
+
+
+def test_shared_ignore_list_with_a_code_prefix_and_other_commands_ids(project):
+    root = project(
+        '[tool.torchdoctor]\nignore = ["TD1", "container"]\n',
+        {"a.py": "import torch\nsd = torch.load(p)\nm.cuda()\n"},
+    )
+    result = scan_paths([str(root)], ScanOptions(), jobs=1)
+    assert [f.rule for f in result.findings] == ["TD001"]
+    assert result.suppressed == 2 and not result.errors
 
 
 def test_invalid_config_is_a_file_error_and_the_scan_goes_on(project):

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from ..safeio import InputError, read_text_bounded
-from .rules import resolve
+from .rules import RULES, resolve
 
 try:
     import tomllib
@@ -40,17 +40,17 @@ PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 @dataclass(frozen=True)
 class ProjectConfig:
     root: str | None = None  # the directory of the pyproject.toml, when there is one
-    ignore: frozenset[str] = frozenset()
+    ignore: frozenset[str] = frozenset()  # silenced everywhere, counted as suppressed
     per_file_ignores: tuple[tuple[str, frozenset[str]], ...] = ()
     torch_min: tuple[int, int] | None = None
     problems: tuple[str, ...] = field(default=())  # one line each, for the report
 
     def ignored_for(self, path: str) -> frozenset[str]:
-        """Rule ids (or `*`) the per-file-ignores silence for this file."""
+        """Rule ids (or `*`) silenced in this file: `ignore` and matching per-file-ignores."""
         if not self.per_file_ignores or self.root is None:
-            return frozenset()
+            return self.ignore
         rel = os.path.relpath(os.path.abspath(path), self.root).replace(os.sep, "/")
-        out: set[str] = set()
+        out: set[str] = set(self.ignore)
         for pattern, ids in self.per_file_ignores:
             if fnmatch.fnmatch(rel, pattern) or (
                 "/" not in pattern and fnmatch.fnmatch(os.path.basename(rel), pattern)
@@ -72,19 +72,29 @@ def torch_lower_bound(requirements: list[str]) -> tuple[int, int] | None:
     return best
 
 
-def _rule_ids(values: object, where: str, problems: list[str]) -> frozenset[str]:
+def _rule_ids(
+    values: object, where: str, problems: list[str], *, others_ok: bool = False
+) -> frozenset[str]:
+    """Rule ids from a config list: an id, a name, or a code prefix (`TD1` -> TD101…),
+    as `[tool.torchdoctor]` matches ids for every command. `others_ok`: the shared list may
+    name other commands' ids (`container`), which are not ours to check."""
     if not isinstance(values, list):
         problems.append(f"{where}: expected a list of rule ids")
         return frozenset()
     ids = set()
-    for v in values:
-        rule = resolve(str(v)) if v != ALL else None
+    for v in map(str, values):
+        rule = resolve(v)
+        prefixed = {
+            r.id for r in RULES if v.upper().startswith("TD") and r.id.startswith(v.upper())
+        }
         if v == ALL:
             ids.add(ALL)
-        elif rule is None:
-            problems.append(f"{where}: unknown rule {v!r}")
-        else:
+        elif rule is not None:
             ids.add(rule.id)
+        elif prefixed:
+            ids |= prefixed
+        elif not others_ok:
+            problems.append(f"{where}: unknown rule {v!r}")
     return frozenset(ids)
 
 
@@ -113,7 +123,10 @@ def _from_pyproject(path: str, problems: list[str]) -> ProjectConfig:
     if not isinstance(scan, dict):
         scan = {}
     where = "[tool.torchdoctor.scan]"
-    ignore = _rule_ids(scan.get("ignore", []), f"{where} ignore", problems)
+    # the shared `[tool.torchdoctor] ignore` applies to every command, the scan's own adds to it
+    shared = tool.get("ignore", []) if isinstance(tool, dict) else []
+    ignore = _rule_ids(shared, "[tool.torchdoctor] ignore", problems, others_ok=True)
+    ignore |= _rule_ids(scan.get("ignore", []), f"{where} ignore", problems)
     pfi_raw = scan.get("per-file-ignores", {})
     pfi: list[tuple[str, frozenset[str]]] = []
     if isinstance(pfi_raw, dict):

@@ -167,7 +167,7 @@ def scan_source(
     many were suppressed (inline comments, per-file-ignores)."""
     config = config or ProjectConfig()
     tree = ast.parse(text, filename=path)
-    rules = (opts.select if opts.select is not None else ALL_IDS) - opts.ignore - config.ignore
+    rules = (opts.select if opts.select is not None else ALL_IDS) - opts.ignore
     if not rules:
         return [], 0
     found = analyze(path, text, tree, ProjectFacts(config.torch_min), frozenset(rules))

@@ -1,0 +1,49 @@
+"""The text pre-filter (only statements whose lines hold a trigger word are walked) must never
+change what the scan finds."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+
+import pytest
+
+from torchdoctor.scan.analyzer import _plan, analyze, candidate_lines
+from torchdoctor.scan.context import Context
+
+from .test_scan_precision import HEAD, forward
+from .test_scan_rules import POSITIVE
+
+
+def _full_walk(text: str) -> list[tuple[str, int, int]]:
+    hooks, _ = _plan(None)
+    ctx = Context("m.py", text, hooks, None)
+    ctx.visit(ast.parse(text))
+    return sorted((f.rule, f.line, f.col) for f in ctx.findings)
+
+
+CASES = [HEAD + textwrap.dedent(src) for srcs in POSITIVE.values() for src in srcs] + [
+    HEAD + forward("h = torch.zeros(\n    x.size(0), 4\n)\nx = x + h"),
+    HEAD + "if torch.cuda.is_available():\n    pass\nx = (t\n   .cuda())\n",
+    HEAD + "sd = torch.load(\n    path,\n)\n",
+]
+
+
+@pytest.mark.parametrize("text", CASES)
+def test_prefilter_finds_what_the_full_walk_finds(text):
+    found = sorted((f.rule, f.line, f.col) for f in analyze("m.py", text, ast.parse(text)))
+    assert found == _full_walk(text) and found
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"])
+def test_candidate_lines_count_lines_like_the_tokenizer(newline):
+    text = newline.join(["import torch", "x = 1", "y = t.cuda()", "", "torch.load(f)"])
+    _, pattern = _plan(None)
+    assert candidate_lines(text, pattern) == [3, 5]
+
+
+def test_a_file_without_trigger_words_is_not_analysed():
+    text = "import os\nprint(os.getcwd())\n"
+    _, pattern = _plan(None)
+    assert candidate_lines(text, pattern) == []
+    assert analyze("m.py", text, ast.parse(text)) == []
