@@ -10,7 +10,6 @@ from __future__ import annotations
 import ast
 import re
 from bisect import bisect_right
-from collections.abc import Iterable
 from functools import lru_cache
 
 from .checks import CHECKS
@@ -45,11 +44,6 @@ def candidate_lines(text: str, pattern: re.Pattern[str]) -> list[int]:
         if pos < 0:
             break
     return out
-
-
-def might_find(text: str, rules: Iterable[str] | None = None) -> bool:
-    """Can this text hold a finding at all? (No trigger word: no analysis.)"""
-    return _plan(frozenset(rules) if rules is not None else None)[1].search(text) is not None
 
 
 def analyze(

@@ -26,7 +26,6 @@ from .astutil import (
     imports_cuda_only,
     is_guard,
     names,
-    own_nodes,
 )
 from .model import Edit, Finding
 
@@ -581,7 +580,3 @@ class Context(ast.NodeVisitor):
         for hook in hooks:
             hook(self, node)
         self.generic_visit(node)
-
-
-def own_calls(func: Func) -> list[ast.Call]:
-    return [n for n in own_nodes(list(func.node.body)) if isinstance(n, ast.Call)]
