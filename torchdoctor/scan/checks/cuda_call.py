@@ -31,10 +31,11 @@ def is_tensor_cuda(ctx: Context, node: ast.Call) -> bool:
     func = node.func
     if not isinstance(func, ast.Attribute) or ctx.is_torch(func.value):
         return False
-    if len(node.args) > 1 or any(k.arg not in CUDA_KEYWORDS for k in node.keywords):
+    if len(node.args) > 1 or any(k.arg not in (*CUDA_KEYWORDS, None) for k in node.keywords):
         return False
-    if node.args and not _device_like(node.args[0]):
-        return False
+    first = node.args[0] if node.args else None
+    if first is not None and not isinstance(first, ast.Starred) and not _device_like(first):
+        return False  # `*args` / `**kw` may well carry a device: still Tensor.cuda
     # `self.cuda(…)` in a file that defines its own `cuda` method calls that method.
     return not (ctx.defines("cuda") and dotted(func.value) in ("self", "cls"))
 

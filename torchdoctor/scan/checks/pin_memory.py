@@ -69,10 +69,9 @@ def on_call(ctx: Context, node: ast.Call) -> None:
             continue
         fix, edit = _keyword_fix(ctx, k.value)
         if _raises(ctx, node):
-            ctx.report("TD502", k.value, f"`pin_memory=True`: {RAISES}", fix, edit)  # type: ignore[arg-type]
-        elif LOADER.search(
-            call_name(node)
-        ):  # other libraries' pin_memory options mean their own thing
+            # no edit: --fix rewrites the DataLoader case (TD501) only
+            ctx.report("TD502", k.value, f"`pin_memory=True`: {RAISES}", fix)
+        elif LOADER.search(call_name(node)):  # other libraries' pin_memory= mean their own thing
             ctx.report(
                 "TD501",
                 k.value,
