@@ -46,3 +46,14 @@ def torch_installed() -> bool:
 
 
 needs_torch = pytest.mark.skipif(not torch_installed(), reason="torch is not installed here")
+
+
+def _report_schema() -> dict:
+    from importlib import resources
+
+    text = resources.files("torchdoctor").joinpath("schema/report.schema.json").read_text()
+    return json.loads(text)
+
+
+# The one published schema every command's JSON validates against (torchdoctor.findings).
+REPORT_SCHEMA = _report_schema()

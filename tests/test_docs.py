@@ -47,3 +47,13 @@ def test_every_scan_rule_has_a_page_with_a_real_example():
         assert page.is_file(), f"scan rule {rule.id} has no page"
         text = page.read_text(encoding="utf-8")
         assert text.startswith(f"# `{rule.id}`") and f" {rule.id} " in text, rule.id
+
+
+def test_sarif_rules_point_at_their_pages(tmp_path):
+    from torchdoctor.scan.model import ScanResult
+    from torchdoctor.scan.sarif import to_sarif
+
+    rules = to_sarif(ScanResult())["runs"][0]["tool"]["driver"]["rules"]
+    for rule in rules:
+        page = rule["helpUri"][len(docs.DOCS_BASE) + 1 :]
+        assert rule["helpUri"].startswith(docs.DOCS_BASE) and (DOCS / page).is_file(), rule["id"]

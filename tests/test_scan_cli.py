@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 import shutil
 
+import jsonschema
 import pytest
 
-from .conftest import run_cli
+from .conftest import REPORT_SCHEMA, run_cli
 
 BAD = """import torch
 from torch import nn
@@ -52,19 +53,23 @@ def test_text_report_groups_by_file_and_fails(project):
 def test_json_is_one_versioned_document(project):
     r = run_cli("scan", str(project), "--json")
     doc = json.loads(r.stdout)  # exactly one document, nothing else on stdout
-    assert doc["schema_version"] == 1
+    assert (doc["schema_version"], doc["command"]) == (2, "scan")
+    jsonschema.Draft202012Validator(REPORT_SCHEMA).validate(doc)  # the one shared contract
     assert doc["summary"]["files_scanned"] == 2
     assert doc["summary"]["file_errors"] == 2
-    assert {f["rule"] for f in doc["findings"]} == {"TD001", "TD101", "TD102"}
-    f = next(f for f in doc["findings"] if f["rule"] == "TD001")
-    assert set(f) >= {"rule", "path", "line", "col", "code", "message", "fix", "level"}
+    assert {f["id"] for f in doc["findings"]} == {"TD001", "TD101", "TD102"}
+    f = next(f for f in doc["findings"] if f["id"] == "TD001")
+    assert set(f) >= {"id", "level", "message", "subject", "remedies", "details", "doc"}
+    assert f["subject"] == f"{f['details']['path']}:{f['details']['line']}:{f['details']['col']}"
+    assert f["doc"].endswith("/docs/scan/TD001.md")
+    assert set(f["details"]) >= {"path", "line", "col", "code", "autofix"}
 
 
 def test_include_tests_and_fail_levels(project):
     r = run_cli("scan", str(project / "tests"), "--json")
     assert r.returncode == 0 and json.loads(r.stdout)["summary"]["files_skipped_as_tests"] == 1
     r = run_cli("scan", str(project / "tests"), "--include-tests", "--json")
-    assert r.returncode == 1 and json.loads(r.stdout)["findings"][0]["rule"] == "TD001"
+    assert r.returncode == 1 and json.loads(r.stdout)["findings"][0]["id"] == "TD001"
     r = run_cli("scan", str(project / "pkg" / "bad.py"), "--fail-on", "never")
     assert r.returncode == 0
     r = run_cli("scan", str(project / "pkg" / "bad.py"), "--select", "TD102", "--fail-on", "error")

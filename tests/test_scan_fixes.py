@@ -416,7 +416,9 @@ def test_read_only_file_is_skipped_with_a_note(tmp_path):
     r = run_cli("scan", str(f), "--fix", "--json")
     doc = json.loads(r.stdout)
     assert f.read_text() == BAD and doc["fixed"] == [] and doc["errors"] == []
-    assert {x["fix_note"] for x in doc["findings"]} == {"not written: the file is read-only"}
+    assert {x["details"]["fix_note"] for x in doc["findings"]} == {
+        "not written: the file is read-only"
+    }
 
 
 def test_hard_linked_file_is_skipped_with_a_note(tmp_path):
@@ -426,7 +428,7 @@ def test_hard_linked_file_is_skipped_with_a_note(tmp_path):
     r = run_cli("scan", str(f), "--fix", "--json")
     doc = json.loads(r.stdout)
     assert f.read_text() == BAD == (tmp_path / "b.txt").read_text()
-    assert "2 hard links" in doc["findings"][0]["fix_note"]
+    assert "2 hard links" in doc["findings"][0]["details"]["fix_note"]
 
 
 def test_full_disk_leaves_the_file_and_no_temp_file(tmp_path, monkeypatch):

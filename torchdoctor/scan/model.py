@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..docs import scan_rule_url
 from .rules import BY_ID
 
 
@@ -40,20 +41,25 @@ class Finding:
         return BY_ID[self.rule].name
 
     def to_dict(self) -> dict[str, Any]:
+        """The shared finding (torchdoctor.findings): location and code live in ``details``."""
         return {
-            "rule": self.rule,
-            "name": self.name,
+            "id": self.rule,
             "level": self.level,
-            "path": self.path,
-            "line": self.line,
-            "col": self.col,
-            "end_line": self.end_line,
-            "end_col": self.end_col,
-            "code": self.code,
             "message": self.message,
-            "fix": self.fix,
-            "autofix": self.edit is not None,
-            "fix_note": self.fix_note,
+            "subject": f"{self.path}:{self.line}:{self.col}",
+            "remedies": [{"text": self.fix, "commands": []}],
+            "details": {
+                "name": self.name,
+                "path": self.path,
+                "line": self.line,
+                "col": self.col,
+                "end_line": self.end_line,
+                "end_col": self.end_col,
+                "code": self.code,
+                "autofix": self.edit is not None,
+                "fix_note": self.fix_note,
+            },
+            "doc": scan_rule_url(self.rule),
         }
 
 

@@ -1,4 +1,4 @@
-"""Render a scan: human text grouped by file, and versioned JSON (`schema_version` 1)."""
+"""Render a scan: human text grouped by file, and the shared JSON envelope (torchdoctor.findings)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from collections import Counter
 from typing import Any
 
 from .. import __version__
+from ..docs import scan_rule_url
+from ..findings import SCHEMA_VERSION
 from .model import ScanResult
 from .rules import LEVELS, RULES, level_rank
-
-SCHEMA_VERSION = 1
 
 
 def counts(result: ScanResult) -> dict[str, int]:
@@ -30,13 +30,14 @@ def exit_code(result: ScanResult, fail_on: str) -> int:
 def to_dict(result: ScanResult, fail_on: str) -> dict[str, Any]:
     return {
         "schema_version": SCHEMA_VERSION,
-        "tool": {"name": "torchdoctor", "version": __version__, "command": "scan"},
+        "tool": {"name": "torchdoctor", "version": __version__},
+        "command": "scan",
         "summary": {
             "files_scanned": result.files_scanned,
             "files_skipped_as_tests": result.files_skipped,
             "lines_scanned": result.lines_scanned,
             "findings": counts(result),
-            "suppressed": result.suppressed,
+            "silenced": result.suppressed,
             "fixed": len(result.fixed),
             "file_errors": len(result.errors),
             "fail_on": fail_on,
@@ -46,7 +47,14 @@ def to_dict(result: ScanResult, fail_on: str) -> dict[str, Any]:
         "fixed": [f.to_dict() for f in result.fixed],
         "errors": [e.to_dict() for e in result.errors],
         "rules": [
-            {"id": r.id, "name": r.name, "level": r.level, "title": r.title, "help": r.help}
+            {
+                "id": r.id,
+                "name": r.name,
+                "level": r.level,
+                "title": r.title,
+                "help": r.help,
+                "doc": scan_rule_url(r.id),
+            }
             for r in RULES
         ],
     }

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
+from ..docs import scan_rule_url
 from .model import ScanResult
 from .rules import RULES
 
@@ -46,6 +47,7 @@ def to_sarif(result: ScanResult) -> dict[str, Any]:
             "shortDescription": {"text": r.title},
             "fullDescription": {"text": r.help},
             "help": {"text": r.help},
+            "helpUri": scan_rule_url(r.id),
             "defaultConfiguration": {"level": r.level},
             "properties": {"tags": list(r.tags)},
         }
