@@ -57,3 +57,16 @@ def test_sarif_rules_point_at_their_pages(tmp_path):
     for rule in rules:
         page = rule["helpUri"][len(docs.DOCS_BASE) + 1 :]
         assert rule["helpUri"].startswith(docs.DOCS_BASE) and (DOCS / page).is_file(), rule["id"]
+
+
+def test_every_audit_and_export_finding_id_has_a_page():
+    import re
+
+    source = "".join(
+        (REPO / "torchdoctor" / name).read_text(encoding="utf-8")
+        for name in ("export_checklist.py", "export_audit.py", "model_audit.py")
+    )
+    ids = set(re.findall(r'"(export\.[a-z-]+)"', source)) | set(docs.AUDIT_IDS)
+    assert len(ids) >= 15
+    missing = [i for i in sorted(ids) if not (DOCS / docs.finding_page(i)).is_file()]
+    assert not missing, f"finding ids without a page under docs/: {missing}"

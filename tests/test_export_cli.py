@@ -7,12 +7,14 @@ import subprocess
 import sys
 import textwrap
 
+import jsonschema
 import pytest
 
 from torchdoctor import export_report as er
+from torchdoctor.findings import Selection
 from torchdoctor.probes.runner import ProbeRun
 
-from .conftest import run_cli
+from .conftest import REPORT_SCHEMA, run_cli
 
 MODELS = textwrap.dedent(
     """
@@ -52,6 +54,8 @@ def test_clean_factory_model_exports_and_runs(models):
     proc = run_cli("audit", f"{models}:clean", "--input-shape", "2,4", "--json")
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
+    jsonschema.Draft202012Validator(REPORT_SCHEMA).validate(report)  # the shared contract
+    assert report["command"] == "audit" and report["summary"]["exit_code"] == 0
     assert report["findings"] == [] and report["problems"] == []
     assert report["built"]["inputs"] == {"args[0]": {"shape": [2, 4], "dtype": "float32"}}
     assert set(report["timings_s"]) == {"checklist", "copy", "eager", "export", "run"}
@@ -118,11 +122,14 @@ def test_report_and_text_from_probe_stages():
     assert er.exit_code(report) == 1
     text = er.render_text(report)
     assert "! export.hooks at fc1: forward hooks are registered\n      fix: Remove them." in text
-    note = {**finding, "level": "note"}
-    assert er.exit_code({**report, "findings": [note]}) == 0
-    unexported = {**report, "findings": [], "via": None}
+    note_run = ProbeRun(status="ok", stages={"audit": {"findings": [{**finding, "level": "note"}]}})
+    assert er.exit_code(er.build_report(req, note_run)) == 0
+    silenced = er.build_report(req, run, Selection(ignore=("export.hooks",)))
+    assert er.exit_code(silenced) == 0 and silenced["summary"]["silenced"] == 1
+    clean = ProbeRun(status="ok", stages={"audit": {"findings": []}})
+    unexported = er.build_report({**req, "via": None}, clean)
     assert "verdict: checklist clean (nothing was exported)" in er.render_text(unexported)
-    assert "verdict: ready to export" in er.render_text({**report, "findings": []})
+    assert "verdict: ready to export" in er.render_text(er.build_report(req, clean))
 
 
 def test_the_cli_side_never_imports_torch():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .cli_types import child_process_options
+from .cli_types import child_process_options, finding_selection, selection_decorator
 
 
 @click.command("audit")
@@ -39,6 +39,7 @@ from .cli_types import child_process_options
     help="Device the exported model will run on: cpu, cuda, cuda:N, mps.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@selection_decorator
 @child_process_options(
     "Build and export the model with this interpreter's torch (default: this one).",
     300.0,
@@ -51,6 +52,8 @@ def audit_cmd(
     via: str,
     target: str,
     as_json: bool,
+    select: tuple[str, ...],
+    ignore: tuple[str, ...],
     python: str | None,
     timeout: float,
 ) -> None:
@@ -68,7 +71,8 @@ def audit_cmd(
         req = er.request(model, list(shapes), inputs, via, target)
     except er.UsageError as exc:
         raise click.UsageError(str(exc)) from None
-    report, run = er.audit(req, python or sys.executable, timeout)
+    selection = finding_selection("audit", select, ignore)
+    report, run = er.audit(req, python or sys.executable, timeout, selection)
     bad_spec = er.spec_error(report, run)
     if bad_spec:
         raise click.UsageError(bad_spec)

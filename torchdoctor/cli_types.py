@@ -129,6 +129,13 @@ def selection_options() -> list:
     ]
 
 
+def selection_decorator(fn):
+    """--select/--ignore on a command that has no other check-selection options."""
+    for option in reversed(selection_options()):
+        fn = option(fn)
+    return fn
+
+
 def finding_selection(command: str, select: tuple[str, ...], ignore: tuple[str, ...]):
     """The command line's --select/--ignore merged with pyproject.toml's [tool.torchdoctor]."""
     from . import config

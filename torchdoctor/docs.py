@@ -29,3 +29,30 @@ def check_url(check_id: str) -> str:
 
 def scan_rule_url(rule_id: str) -> str:
     return url(scan_rule_page(rule_id))
+
+
+# Ids of findings that are not checks or scan rules: the model audit's and the export audit's.
+AUDIT_IDS = (
+    "mixed-devices",
+    "tensor-attribute",
+    "forward-mixed-devices",
+    "forward-failed",
+    "scripted-not-traced",
+)
+
+
+def finding_page(finding_id: str) -> str:
+    """The page of any finding id: a scan rule, an export or audit finding, or a check."""
+    if finding_id[:2].upper() == "TD" and finding_id[2:].isdigit():
+        return scan_rule_page(finding_id.upper())
+    if finding_id.startswith("export."):
+        return f"export/{finding_id}.md"
+    if finding_id in AUDIT_IDS:
+        return f"audit/{finding_id}.md"
+    if finding_id.startswith("inspect."):
+        return f"inspect/{finding_id}.md"
+    return check_page(finding_id)
+
+
+def finding_url(finding_id: str) -> str:
+    return url(finding_page(finding_id))

@@ -13,15 +13,14 @@ import re
 from pathlib import Path
 from typing import Any
 
+from .findings import Selection, envelope, split
 from .probes.runner import python_argv, run_probe
 
-SCHEMA_VERSION = 1
 PROBE = Path(__file__).parent / "probes" / "export_probe.py"
 SPEC = re.compile(r"^(?P<where>[^:]+):(?P<attr>[A-Za-z_]\w*(\.[A-Za-z_]\w*)*)$")
 DTYPES = ("float32", "float16", "bfloat16", "float64", "int64", "int32", "bool")
 VIA = ("torch.export", "onnx", "none")
 TARGET = re.compile(r"^(cpu|mps|cuda(:\d+)?)$")
-BLOCKING = ("error", "warning")
 
 
 class UsageError(ValueError):
@@ -72,27 +71,35 @@ def request(
     }
 
 
-def build_report(req: dict[str, Any], run) -> dict[str, Any]:
-    """Pure: the request and the probe's stages (a ProbeRun) -> the report dict."""
+def build_report(req: dict[str, Any], run, selection: Selection | None = None) -> dict[str, Any]:
+    """Pure: the request and the probe's stages (a ProbeRun) -> the report, in the shared
+    findings envelope (command ``audit``); ``problems`` says why the audit did not finish."""
     audit = run.stages.get("audit") or {}
-    report: dict[str, Any] = {
-        "schema_version": SCHEMA_VERSION,
-        "model": req["model"],
-        "via": req["via"],
-        "target": req["target"],
-        "built": run.stages.get("model"),
-        "findings": audit.get("findings", []),
-        "timings_s": audit.get("timings_s", {}),
-        "problems": [],
-        "probe": run.summary(),
-    }
+    found = [f for f in audit.get("findings", []) if isinstance(f, dict) and "id" in f]
+    kept, silenced = split(found, selection or Selection())
+    problems: list[str] = []
     for name in ("model", "audit"):
         if name in run.errors:
             err = run.errors[name]
-            report["problems"].append(f"{name}: {err.get('type')}: {err.get('message')}")
+            problems.append(f"{name}: {err.get('type')}: {err.get('message')}")
     if run.status != "ok":
         where = f" (phase: {run.phase})" if run.phase and run.status == "timeout" else ""
-        report["problems"].append(f"the audit did not finish: {run.message}{where}")
+        problems.append(f"the audit did not finish: {run.message}{where}")
+    report = envelope(
+        "audit",
+        kept,
+        silenced=silenced,
+        fail_on="warning",
+        model=req["model"],
+        via=req["via"],
+        target=req["target"],
+        built=run.stages.get("model"),
+        timings_s=audit.get("timings_s", {}),
+        problems=problems,
+        probe=run.summary(),
+    )
+    if problems:  # an audit that did not finish is not a pass
+        report["summary"]["exit_code"] = 1
     return report
 
 
@@ -102,15 +109,14 @@ def spec_error(report: dict[str, Any], run) -> str | None:
     return err.get("message") if err.get("type") == "SpecError" else None
 
 
-def audit(req: dict[str, Any], python: str, timeout_s: float):
+def audit(req: dict[str, Any], python: str, timeout_s: float, selection: Selection | None = None):
     run = run_probe(python_argv(python, str(PROBE), json.dumps(req)), timeout_s)
-    return build_report(req, run), run
+    return build_report(req, run, selection), run
 
 
 def exit_code(report: dict[str, Any]) -> int:
     """0: nothing at warning or above; 1: findings, or the audit did not complete."""
-    blocking = [f for f in report["findings"] if f.get("level") in BLOCKING]
-    return 1 if blocking or report["problems"] else 0
+    return report["summary"]["exit_code"]
 
 
 MARK = {"error": "✗", "warning": "!", "note": "·"}

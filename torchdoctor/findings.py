@@ -87,29 +87,34 @@ class Selection:
         return Selection(self.select + other.select, self.ignore + other.ignore)
 
 
-def split(findings: Iterable[Finding], selection: Selection) -> tuple[list[Finding], int]:
+def _field(f: Finding | dict[str, Any], name: str) -> Any:
+    """Findings arrive as objects or, from a probe child, as their ``to_dict()``."""
+    return f[name] if isinstance(f, dict) else getattr(f, name)
+
+
+def split(findings: Iterable[Any], selection: Selection) -> tuple[list[Any], int]:
     """The findings kept, and how many were silenced."""
     kept, silenced = [], 0
     for f in findings:
-        if selection.keeps(f.id):
+        if selection.keeps(_field(f, "id")):
             kept.append(f)
         else:
             silenced += 1
     return kept, silenced
 
 
-def exit_code(findings: Iterable[Finding], fail_on: str) -> int:
+def exit_code(findings: Iterable[Any], fail_on: str) -> int:
     fail_on = normalise_fail_on(fail_on)
     if fail_on == "never":
         return 0
     threshold = level_rank(fail_on)
-    return 1 if any(level_rank(f.level) >= threshold for f in findings) else 0
+    return 1 if any(level_rank(_field(f, "level")) >= threshold for f in findings) else 0
 
 
-def summary(findings: Sequence[Finding], silenced: int, fail_on: str) -> dict[str, Any]:
+def summary(findings: Sequence[Any], silenced: int, fail_on: str) -> dict[str, Any]:
     counts = {level: 0 for level in reversed(LEVELS)}
     for f in findings:
-        counts[f.level] += 1
+        counts[_field(f, "level")] += 1
     fail_on = normalise_fail_on(fail_on)
     return {
         "findings": counts,
@@ -121,7 +126,7 @@ def summary(findings: Sequence[Finding], silenced: int, fail_on: str) -> dict[st
 
 def envelope(
     command: str,
-    findings: Sequence[Finding],
+    findings: Sequence[Any],
     *,
     silenced: int = 0,
     fail_on: str = "error",
@@ -134,6 +139,6 @@ def envelope(
         "tool": {"name": "torchdoctor", "version": __version__},
         "command": command,
         "summary": {**(summary_extra or {}), **summary(findings, silenced, fail_on)},
-        "findings": [f.to_dict() for f in findings],
+        "findings": [f if isinstance(f, dict) else f.to_dict() for f in findings],
         **fields,
     }

@@ -22,6 +22,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from .docs import finding_url
 from .model import Remedy
 
 MAX_NAMES = 5
@@ -42,14 +43,17 @@ class AuditFinding:
         return f"{self.id} at {where}: {self.message}"
 
     def to_dict(self) -> dict[str, Any]:
+        """The shared finding (torchdoctor.findings); the subject is the module path."""
         return {
             "id": self.id,
-            "module": self.module,
-            "message": self.message,
-            "devices": self.devices,
-            "details": self.details,
             "level": self.level,
+            "message": self.message,
+            "subject": self.module or "<model>",
             "remedies": [r.to_dict() for r in self.remedies],
+            "details": self.details,
+            "doc": finding_url(self.id),
+            "module": self.module,
+            "devices": self.devices,
         }
 
 
