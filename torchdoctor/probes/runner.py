@@ -1,7 +1,9 @@
 """Run a probe script in a child process with a deadline, and keep whatever it said.
 
 Why a child: CUDA initialisation can hang in a C call (no signal interrupts it) or segfault.
-The child gets its own process session so a timeout kills it and anything it spawned.
+The child gets its own process session; when it ends (done, crashed or past its deadline) and
+when torchdoctor exits (Ctrl-C included), that whole group is killed, so nothing it spawned —
+a plugin's helper started during `import torch` — outlives torchdoctor.
 Its stdout is read line by line as it arrives; a line is one JSON event (see torch_probe.py).
 """
 
@@ -161,6 +163,27 @@ def _kill_group(proc: subprocess.Popen) -> None:
         pass
 
 
+def _exited(proc: subprocess.Popen, wait_s: float) -> bool:
+    """Has the child exited? On POSIX it is not reaped yet (WNOWAIT): while its zombie stands,
+    its process group id cannot be reused, so killing that group afterwards hits only its own."""
+    if os.name != "posix":  # pragma: no cover - Windows
+        try:
+            proc.wait(timeout=wait_s)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+    end = time.monotonic() + wait_s
+    while True:
+        try:
+            if os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT):
+                return True
+        except ChildProcessError:  # reaped elsewhere: gone
+            return True
+        if time.monotonic() >= end:
+            return False
+        time.sleep(min(0.01, max(0.0, end - time.monotonic())))
+
+
 def run_probe(
     argv: list[str],
     timeout_s: float,
@@ -211,16 +234,14 @@ def run_probe(
         reader = _Reader(proc.stdout, run, on_phase)
         reader.start()
         timed_out = False
-        while True:
-            try:
-                proc.wait(timeout=min(0.05, max(0.0, deadline[0] - time.monotonic())))
+        while not _exited(proc, min(0.05, max(0.0, deadline[0] - time.monotonic()))):
+            if time.monotonic() >= deadline[0]:
+                timed_out = True
                 break
-            except subprocess.TimeoutExpired:
-                if time.monotonic() >= deadline[0]:
-                    timed_out = True
-                    _kill_group(proc)
-                    proc.wait()
-                    break
+        # Whichever way it ended, what it started (a plugin's server spawned during
+        # `import torch`, a sitecustomize's helper) ends with it; then the child is reaped.
+        _kill_group(proc)
+        proc.wait()
         with _LIVE_LOCK:
             _LIVE.discard(proc)
         reader.join(timeout=2)
