@@ -164,7 +164,7 @@ def test_real_probe_reports_an_injected_cpu_fault(fault, needle):
 @needs_torch
 def test_real_probe_hanging_mid_smoke_keeps_earlier_facts():
     env = {"TORCHDOCTOR_TEST_SMOKE_FAULT": "cpu=hang"}
-    proc = run_cli("check", "--json", "--timeout", "12", env=env, timeout=120)
+    proc = run_cli("check", "--json", "--timeout", "20", env=env, timeout=120)
     checks = _checks(proc)
     assert proc.returncode == 1
     assert checks["smoke.compute"]["status"] == "fail"

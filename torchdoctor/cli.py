@@ -166,8 +166,8 @@ def check(
             timeout_s=timeout,
             smoke=not no_smoke,
             smoke_size=smoke_size,
-            smoke_timeout_s=timeout,
             interpreter=choice.to_facts(),
+            progress=True,  # only ever on a terminal (stderr)
         )
         facts = facts_mod.gather(opts)
         why = interpreter.not_a_python(facts)

@@ -50,7 +50,7 @@ DEFAULT_ITERS = {"gloo": (1, 3), "nccl": (5, 20)}  # (warm-up, timed)
 class DistOptions:
     backend: str = "auto"  # auto | nccl | gloo
     collective_timeout_s: float = 60.0
-    probe_timeout_s: float = 60.0
+    probe_timeout_s: float = GatherOptions.timeout_s
     checks: bool = True
     smoke: bool = True
     smoke_size: str = "quick"
@@ -551,8 +551,7 @@ class Worker:
             self.describe()
             self.local_checks()
             o = self.opts
-            smoke_s = GatherOptions.smoke_timeout_s if o.smoke and o.checks else 0.0
-            wait = o.probe_timeout_s + smoke_s + self.T  # local rank 0 may be gathering that long
+            wait = o.probe_timeout_s + self.T  # local rank 0 may be gathering that long
             self.checkpoint("collectives", wait)
             self.collectives()
             self.bandwidth()

@@ -41,6 +41,7 @@ class ProbeRun:
     garbage_lines: int = 0
     duration_s: float = 0.0
     message: str = ""
+    since: float = field(default_factory=time.monotonic)  # when the last stage began or ended
 
     def summary(self) -> dict[str, Any]:
         """The part of a run that belongs in facts (without the stage data itself)."""
@@ -94,6 +95,8 @@ class _Reader(threading.Thread):
         ):
             self.run_.garbage_lines += 1
             return
+        if kind in ("begin", "end", "error"):
+            run.since = time.monotonic()
         if kind == "begin":
             run.unfinished_stage = name
         elif kind == "end":
@@ -189,22 +192,26 @@ def run_probe(
     timeout_s: float,
     phase_timeouts: dict[str, float] | None = None,
     env: dict[str, str] | None = None,
+    until: float | None = None,
+    run: ProbeRun | None = None,
 ) -> ProbeRun:
     """Run ``argv`` (a Python command) and collect its events.
 
     ``timeout_s`` bounds the first phase; when the child announces a phase named in
-    ``phase_timeouts``, the deadline restarts with that phase's budget, so a slow smoke
-    test cannot eat the time meant for basic facts, nor the other way round.
+    ``phase_timeouts``, the deadline restarts with that phase's budget. ``until`` (a
+    time.monotonic() value) caps every phase: a whole run's deadline. Pass ``run`` to watch
+    the stages while they happen (progress on a terminal); it is filled and returned.
     """
-    run = ProbeRun(status="not_started")
+    run = run if run is not None else ProbeRun(status="not_started")
     phase_timeouts = phase_timeouts or {}
-    deadline = [time.monotonic() + timeout_s]
+    cap = float("inf") if until is None else until
+    deadline = [min(cap, time.monotonic() + timeout_s)]
 
     def on_phase(phase: str | None) -> None:
         if phase in phase_timeouts:
-            deadline[0] = time.monotonic() + phase_timeouts[phase]
+            deadline[0] = min(cap, time.monotonic() + phase_timeouts[phase])
 
-    t0 = time.monotonic()
+    t0 = run.since = time.monotonic()
     with tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace") as err:
         kwargs: dict[str, Any] = {}
         if os.name == "posix":
