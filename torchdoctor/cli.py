@@ -11,6 +11,7 @@ import json
 import os
 import signal
 import sys
+import time
 import traceback
 from pathlib import Path
 from typing import ClassVar
@@ -160,10 +161,11 @@ def check(
     else:
         from . import interpreter
 
+        started = time.monotonic()  # --timeout bounds the whole run, the search included
         choice = interpreter.choose(python, timeout_s=min(timeout, interpreter.ASK_TIMEOUT_S))
         opts = facts_mod.GatherOptions(
             python=choice.python,
-            timeout_s=timeout,
+            timeout_s=max(1.0, timeout - (time.monotonic() - started)),
             smoke=not no_smoke,
             smoke_size=smoke_size,
             interpreter=choice.to_facts(),
