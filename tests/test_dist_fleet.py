@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import subprocess
 import sys
+import time
 from importlib import resources
 
 import jsonschema
@@ -275,6 +277,7 @@ def test_bus_bandwidth_follows_nccl_tests():
 
 def test_launch_from_torchrun_and_srun_environments():
     env = {"RANK": "3", "WORLD_SIZE": "16", "LOCAL_RANK": "3", "LOCAL_WORLD_SIZE": "8"}
+    env.update(MASTER_ADDR="n0", MASTER_PORT="29500")
     got = launch.from_env(env)
     assert (got.rank, got.world_size, got.local_rank, got.launcher) == (3, 16, 3, "torchrun")
     assert launch.from_env({}) is None
@@ -286,6 +289,59 @@ def test_launch_from_torchrun_and_srun_environments():
     exported: dict[str, str] = {}
     launch.export_for_env_rendezvous(got, exported)
     assert exported == {"RANK": "9", "WORLD_SIZE": "16", "LOCAL_RANK": "1"}
+
+
+@pytest.mark.parametrize(
+    ("variables", "message"),
+    [
+        (
+            {"WORLD_SIZE": "1000000000"},
+            "WORLD_SIZE is '1000000000': it must be an integer from 1 to",
+        ),
+        ({"RANK": "3", "WORLD_SIZE": "2"}, "RANK is '3': it must be an integer from 0 to 1"),
+        ({"WORLD_SIZE": "-1"}, "WORLD_SIZE is '-1': it must be an integer from 1 to"),
+        ({"WORLD_SIZE": "0"}, "WORLD_SIZE is '0': it must be an integer from 1 to"),
+        ({"WORLD_SIZE": "two"}, "WORLD_SIZE is 'two': it must be an integer"),
+        ({"MASTER_PORT": "abc"}, "MASTER_PORT is 'abc': it must be an integer from 1 to 65535"),
+        ({"MASTER_PORT": "99999"}, "MASTER_PORT is '99999': it must be an integer from 1 to 65535"),
+        ({"MASTER_PORT": ""}, "MASTER_PORT not set"),
+        (
+            {"LOCAL_RANK": "2", "LOCAL_WORLD_SIZE": "2"},
+            "LOCAL_RANK is '2': it must be an integer from 0 to 1",
+        ),
+        ({"LOCAL_WORLD_SIZE": "3"}, "LOCAL_WORLD_SIZE is '3': it must be an integer from 1 to 2"),
+        ({"RANK": None}, "RANK is not set"),
+    ],
+)
+def test_bad_launcher_variables_are_exit_2_naming_the_variable(variables, message):
+    """WORLD_SIZE=1000000000 exhausted memory, RANK=3 WORLD_SIZE=2 waited 66 s, WORLD_SIZE=-1 was a
+    ZeroDivisionError: each is now one line on stderr and exit 2, before torch is imported."""
+    env = {"RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500"}
+    env.update(variables)
+    clean = {k: v for k, v in os.environ.items() if k not in env and not k.startswith("SLURM_")}
+    clean.update({k: v for k, v in env.items() if v is not None})
+    t0 = time.monotonic()
+    r = subprocess.run(
+        [sys.executable, "-m", "torchdoctor", "dist", "--collective-timeout", "5"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=clean,
+        cwd=REPO,
+    )
+    assert r.returncode == 2, r.stderr
+    assert message in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert time.monotonic() - t0 < 20  # no rendezvous was attempted
+
+
+def test_srun_rank_outside_its_job_is_a_launch_error():
+    slurm = {"SLURM_PROCID": "5", "SLURM_NTASKS": "2", "MASTER_ADDR": "n0", "MASTER_PORT": "1"}
+    with pytest.raises(
+        launch.LaunchError, match="SLURM_PROCID is '5': it must be an integer from 0 to 1"
+    ):
+        launch.from_env(slurm)
+    with pytest.raises(launch.LaunchError, match="SLURM_NTASKS is '0'"):
+        launch.from_env({**slurm, "SLURM_NTASKS": "0"})
 
 
 def test_within_gives_up_on_a_call_that_does_not_return():

@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 from importlib import resources
+from pathlib import Path
 
 import jsonschema
 import pytest
@@ -88,3 +89,78 @@ def test_a_rank_that_never_joins_is_named_within_the_deadline():
     assert f"rank 1 ({HOST}, last seen in phase 'collectives')" in r.stdout, r.stdout + r.stderr
     assert "all_reduce did not finish within 5 s" in r.stdout
     assert "FLEET FAIL" in r.stdout
+
+
+# --------------------------------------------------------------------------- without numpy
+
+
+def venv_without_numpy(root) -> str:
+    """A venv whose interpreter sees this environment's packages except numpy (torch's CPU wheels
+    do not need it): a fresh `python -m venv` plus one .pth naming a folder of links to every
+    package here but numpy, and the repository. Seconds, where pip-installing torch into a new
+    venv takes minutes on a busy CI machine."""
+    import site
+    import venv
+
+    venv.EnvBuilder(with_pip=False, symlinks=True).create(root / "venv")
+    here = next(p for p in map(Path, site.getsitepackages()) if p.is_dir())
+    links = root / "site"
+    links.mkdir()
+    for entry in here.iterdir():
+        name = entry.name.lower()
+        if name.startswith("numpy") or name.endswith(".pth") or name.startswith("__editable__"):
+            continue
+        (links / entry.name).symlink_to(entry)
+    python = root / "venv" / "bin" / "python"
+    target = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    (Path(target) / "torchdoctor-test.pth").write_text(f"{links}\n{REPO}\n")
+    return str(python)
+
+
+def test_dist_works_without_numpy(tmp_path):
+    """Reported: without numpy every rank failed with "Numpy is not available" (reports went
+    through pickled-object collectives), the fleet report blamed NCCL, torchrun printed a
+    traceback. Reports now travel through the rendezvous store."""
+    python = venv_without_numpy(tmp_path)
+    probe = "import importlib.util as u, torch; print(u.find_spec('numpy') is None)"
+    assert (
+        subprocess.run(
+            [python, "-c", probe], capture_output=True, text=True, timeout=120
+        ).stdout.strip()
+        == "True"
+    )
+    clean = {
+        k: v for k, v in os.environ.items() if not k.startswith(("TORCHDOCTOR_TEST_", "PYTHON"))
+    }
+    r = subprocess.run(
+        [
+            python,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc-per-node=2",
+            "-m",
+            "torchdoctor",
+            "dist",
+            "--no-smoke",
+            "--timeout",
+            "60",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        cwd=tmp_path,
+        env={**clean, "NO_COLOR": "1"},
+    )
+    assert "Numpy is not available" not in r.stdout + r.stderr
+    assert "Traceback" not in r.stderr, r.stderr
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = json.loads(r.stdout)
+    assert [x["rank"] for x in doc["ranks"]] == [0, 1] and doc["exit_code"] == 0
+    assert doc["ranks"][0]["report"]["facts"]["packages"]["distributions"].get("numpy") is None

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
 
+from torchdoctor.checkpoint import dangerous_globals
 from torchdoctor.probes import pickle_scan
+from torchdoctor.weights_only import WEIGHTS_ONLY_ALLOWED
 
 from .conftest import REPO, needs_torch, run_cli
 
@@ -218,17 +222,100 @@ def test_dangerous_global_is_named_and_no_load_call(tmp_path):
     assert rc == 1 and r["load_call"] is None
     assert r["dangerous_globals"] and r["dangerous_globals"][0].startswith("posix.system")
     text = run_cli("inspect", str(f)).stdout
-    assert "DANGEROUS: references posix.system (runs a command on load)" in text
+    assert "DANGEROUS: references posix.system, which torch.load(weights_only=True)" in text
     assert "globals:   posix.system" in text and "load with" not in text
     assert not (REPO / "SHOULD_NOT_EXIST").exists() and not (tmp_path / "SHOULD_NOT_EXIST").exists()
 
 
-def test_dangerous_globals_denylist():
-    from torchdoctor.checkpoint import dangerous_globals
+def _short_unicode(text: str) -> bytes:
+    raw = text.encode()
+    return b"\x8c" + bytes([len(raw)]) + raw
 
-    bad = ["builtins.eval", "subprocess.Popen", "nt.system", "runpy._run_code", "_pickle.loads"]
-    ok = ["torch._utils._rebuild_tensor_v2", "collections.OrderedDict", "builtins.set"]
-    assert len(dangerous_globals(bad + ok)) == len(bad)
+
+def crafted_pickle(protocol: int, module: str, name: str) -> bytes:
+    """`module.name('id')` as a pickle of ``protocol``, written opcode by opcode: names that do
+    not exist here (Python 2's `commands`, Windows' `nt`) cannot go through pickle.dumps."""
+    head = b"\x80" + bytes([protocol]) if protocol >= 2 else b""
+    if protocol >= 4:
+        glob = _short_unicode(module) + _short_unicode(name) + b"\x93"  # STACK_GLOBAL
+    else:
+        glob = b"c" + f"{module}\n{name}\n".encode()  # GLOBAL
+    return head + glob + b"(S'id'\ntR."  # MARK, STRING, TUPLE, REDUCE, STOP
+
+
+# Reported: a protocol-2 pickle whose global is `commands.call` (Python 2's name, which
+# unpickling maps to subprocess.call) was not flagged. The allowlist flags every one of these.
+HOSTILE = ["commands.call", "posix.system", "builtins.eval", "nt.system", "os.path.join"]
+
+
+@pytest.mark.parametrize("protocol", range(6))
+@pytest.mark.parametrize("name", HOSTILE)
+def test_every_global_outside_weights_only_is_flagged_in_every_protocol(protocol, name, tmp_path):
+    data = crafted_pickle(protocol, *name.rsplit(".", 1))
+    scan = pickle_scan.Scan()
+    scan.feed(io.BytesIO(data))
+    assert scan.complete and list(scan.globals) == [name]
+    assert [d.split(" ")[0] for d in dangerous_globals(list(scan.globals))] == [name]
+    alone = tmp_path / f"p{protocol}.pkl"  # a file of its own (protocols 0 and 1: no header)
+    alone.write_bytes(data)
+    assert pickle_scan.is_pickle(str(alone))
+    assert pickle_scan.scan_legacy(str(alone))["globals"] == [name]
+    archive = tmp_path / f"p{protocol}.pt"  # inside a torch.save-style zip
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("archive/data.pkl", data)
+    assert pickle_scan.scan_zip(str(archive))["globals"] == [name]
+
+
+def test_real_pickler_output_is_judged_in_every_protocol():
+    import os
+    import pickle
+
+    class Call:
+        def __reduce__(self):
+            return (os.path.join, ("a", "b"))
+
+    for protocol in range(6):
+        scan = pickle_scan.Scan()
+        scan.feed(io.BytesIO(pickle.dumps([Call()], protocol=protocol)))
+        flagged = dangerous_globals(list(scan.globals))
+        assert flagged and flagged[0].startswith("posixpath.join"), (protocol, flagged)
+
+
+def test_the_allowlist_not_a_denylist():
+    allowed = [
+        "torch._utils._rebuild_tensor_v2",
+        "collections.OrderedDict",
+        "builtins.set",
+        "__builtin__.set",  # Python 2's name for it, mapped as unpickling does
+        "torch.FloatStorage",
+        "torch.bfloat16",
+        "torch.nn.modules.linear.Linear",  # torch's own layers: a pickled model, not flagged here
+    ]
+    odd = ["torch.load", "torch.nn.modules.module.os", "<copyreg extension 7>"]
+    odd.append(pickle_scan.COMPUTED_GLOBAL)
+    assert dangerous_globals(allowed) == []
+    assert [d.split(" (")[0] for d in dangerous_globals(odd)] == odd
+
+
+@needs_torch
+def test_allowlist_is_the_installed_torchs_weights_only_list():
+    code = (
+        "from torch._weights_only_unpickler import _get_allowed_globals as g; "
+        "import json; print(json.dumps(sorted(g())))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    theirs = set(json.loads(out.stdout))
+    assert set(WEIGHTS_ONLY_ALLOWED) == theirs, (
+        sorted(theirs - WEIGHTS_ONLY_ALLOWED),
+        sorted(WEIGHTS_ONLY_ALLOWED - theirs),
+    )
+
+
+@needs_torch
+def test_real_torch_save_files_are_not_flagged(ckpts):
+    for name in ("cpu_state_dict.pt", "checkpoint.pt", "legacy_cuda.pt", "cuda_state_dict.pt"):
+        _, r = inspect(ckpts / name)
+        assert r["globals"] and r["dangerous_globals"] == [], (name, r["globals"])
 
 
 def test_crafted_cuda_location_does_not_crash():

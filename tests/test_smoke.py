@@ -164,7 +164,7 @@ def test_real_probe_reports_an_injected_cpu_fault(fault, needle):
 @needs_torch
 def test_real_probe_hanging_mid_smoke_keeps_earlier_facts():
     env = {"TORCHDOCTOR_TEST_SMOKE_FAULT": "cpu=hang"}
-    proc = run_cli("check", "--json", "--timeout", "12", env=env, timeout=120)
+    proc = run_cli("check", "--json", "--timeout", "20", env=env, timeout=120)
     checks = _checks(proc)
     assert proc.returncode == 1
     assert checks["smoke.compute"]["status"] == "fail"
@@ -236,3 +236,80 @@ def test_cuda_memory_cycle_reports_what_empty_cache_returned():
     assert out["after_free"]["reserved_bytes"] == block * 1024**2  # cached, not yet returned
     assert out["after_empty_cache"]["reserved_bytes"] == 0
     assert out["returned_mib"] == block
+
+
+# --------------------------------------------------------------------------- exact references
+
+
+def _smoke_probe():
+    import sys
+
+    from torchdoctor.facts import PROBE_DIR
+
+    sys.path.insert(0, str(PROBE_DIR))
+    try:
+        import smoke_probe
+    finally:
+        sys.path.remove(str(PROBE_DIR))
+    return smoke_probe
+
+
+def test_matmul_reference_is_exact_and_needs_no_torch():
+    """The reference is pure Python: checked here against a plain triple loop."""
+    sp = _smoke_probe()
+    a, b = sp._matrix(9, 9, 1), sp._matrix(9, 9, 2)
+    product = [[sum(a[i][k] * b[k][j] for k in range(9)) for j in range(9)] for i in range(9)]
+    ref = sp.matmul_reference(a, b)
+    assert sp.matmul_error(ref, product) == 0
+    wrong = copy.deepcopy(product)
+    wrong[4][5] += 1  # one entry off, in the middle: caught by its row and column sums
+    assert sp.matmul_error(ref, wrong) == 1
+    wrong[4][5] = float("nan")
+    assert sp.matmul_error(ref, wrong) == float("inf")
+
+
+def test_inputs_stay_exact_in_bfloat16_at_the_full_size():
+    """At most 256 non-zero terms per dot product: every partial sum is an integer that
+    bfloat16 (8 significant bits) holds exactly, whatever order a kernel adds in."""
+    sp = _smoke_probe()
+    n = sp.SIZES["full"]["matmul"]
+    stride = -(-n // sp.EXACT_TERMS)
+    a, b = sp._matrix(n, n, 1, stride), sp._matrix(n, n, 2, stride)
+    nonzero_a = max(sum(1 for v in row if v) for row in a)
+    assert nonzero_a <= sp.EXACT_TERMS and all(v in (-1, 0, 1) for row in b for v in row)
+
+
+def test_conv_reference_matches_a_plain_loop():
+    sp = _smoke_probe()
+    x = [[sp._matrix(5, 5, 3 * i + j) for j in range(3)] for i in range(2)]
+    w = [[sp._matrix(3, 3, 20 + 3 * o + j) for j in range(3)] for o in range(4)]
+
+    def at(b, o, h, c):
+        return sum(
+            x[b][ch][h + dh - 1][c + dw - 1] * w[o][ch][dh][dw]
+            for ch in range(3)
+            for dh in range(3)
+            for dw in range(3)
+            if 0 <= h + dh - 1 < 5 and 0 <= c + dw - 1 < 5
+        )
+
+    got = [
+        [[[at(b, o, h, c) for c in range(5)] for h in range(5)] for o in range(4)] for b in range(2)
+    ]
+    ref = sp.conv_reference(x, w, [0, 2, 4])
+    assert sp.conv_error(ref, got) == 0
+    got[1][3][4][0] -= 2
+    assert sp.conv_error(ref, got) == 2
+
+
+@needs_torch
+def test_a_library_wrong_in_every_dtype_fails_the_compute_smoke_test():
+    """Reported: the reference was torch itself in float64, so a BLAS wrong for every dtype
+    passed. Here matmul and conv2d are 1% wrong in float64 too; the check must still fail."""
+    env = {"TORCHDOCTOR_TEST_SMOKE_FAULT": "cpu=library"}
+    proc = run_cli("check", "--json", env=env)
+    assert proc.returncode == 1
+    compute = _checks(proc)["smoke.compute"]
+    assert compute["status"] == "fail"
+    assert compute["details"]["results"]["cpu"] == {"float32": False}
+    assert "cpu float32: wrong results (matmul off by up to" in compute["summary"]

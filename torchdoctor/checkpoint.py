@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from . import weights_only
 from .probes.runner import python_argv, run_probe
 
 SCHEMA_VERSION = 1
@@ -18,36 +19,16 @@ PROBE = Path(__file__).parent / "probes" / "ckpt_probe.py"
 PICKLED_MODULE = re.compile(r"^(torch\.nn\.modules\.|__main__\.)")
 WEIGHTS_ONLY_FAILED = "Weights only load failed"
 CUDA_LOCATION = re.compile(r"cuda(?::(\d+))?")
-# Globals a pickle can call on load to run commands, code or file/network access. Seen in a
-# file, it is treated as hostile: no load call is offered at all. (global -> what it does)
-DANGEROUS = [
-    (
-        re.compile(r"(os|posix|nt)\.(system|popen|exec\w*|spawn\w*|posix_spawn\w*)"),
-        "runs a command",
-    ),
-    (re.compile(r"subprocess\.\w+"), "runs a command"),
-    (re.compile(r"pty\.\w+"), "runs a command"),
-    (re.compile(r"(__builtin__|builtins)\.(eval|exec|compile|__import__)"), "runs Python code"),
-    (re.compile(r"(__builtin__|builtins)\.(getattr|setattr|open)"), "reaches any object or file"),
-    (re.compile(r"(runpy|importlib|code|codeop)\.\w+"), "runs Python code"),
-    (re.compile(r"(_?pickle|marshal|dill|cloudpickle)\.\w*loads?\w*"), "unpickles more data"),
-    (re.compile(r"(os|posix|nt|shutil)\.\w+"), "touches files or the process"),
-    (
-        re.compile(r"(socket|urllib|http|requests|ctypes|sys)(\.\w+)+"),
-        "reaches the network or the interpreter",
-    ),
-]
 
 
 def dangerous_globals(globals_: list[str]) -> list[str]:
-    """`module.name (what it does)` for each global on the denylist."""
-    out = []
-    for g in globals_:
-        for pattern, what in DANGEROUS:
-            if pattern.fullmatch(g):
-                out.append(f"{g} ({what} on load)")
-                break
-    return out
+    """`module.name (why)` for each global outside what weights_only=True allows, except torch's
+    own layer classes (a pickled nn.Module): judged against the allowlist, never a denylist."""
+    return [
+        f"{g} (not allowed by weights_only=True: unpickling imports and calls it)"
+        for g in weights_only.not_allowed(globals_)
+        if not weights_only.TORCH_MODULE_CLASS.fullmatch(g)
+    ]
 
 
 def _loadable_here(location: str, machine: dict[str, Any]) -> bool:
@@ -110,10 +91,12 @@ def build_report(path: str, run) -> dict[str, Any]:
     report["pickled_objects"] = [g for g in report["globals"] if PICKLED_MODULE.match(g)]
     report["dangerous_globals"] = dangerous_globals(report["globals"])
     if report["dangerous_globals"]:
+        names = [d.split(" (", 1)[0] for d in report["dangerous_globals"]]
         problems.append(
-            "DANGEROUS: references "
-            + ", ".join(report["dangerous_globals"][:5])
-            + ". Do not load this file with weights_only=False."
+            f"DANGEROUS: references {', '.join(names[:5])}"
+            + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+            + ", which torch.load(weights_only=True) does not allow and which unpickling "
+            "imports and calls. Do not load this file with weights_only=False."
         )
     if pick.get("error") and not st.get("load"):
         problems.append(f"the pickle is malformed or truncated: {pick['error']}")
@@ -142,7 +125,7 @@ def build_report(path: str, run) -> dict[str, Any]:
             "a pickled module/object (" + ", ".join(report["pickled_objects"][:5]) + ")"
             if report["pickled_objects"]
             else "objects that weights_only loading does not allow ("
-            + ", ".join(_foreign(report["globals"])[:5])
+            + ", ".join(weights_only.not_allowed(report["globals"])[:5])
             + ")"
         )
         problems.append(
@@ -187,14 +170,6 @@ def state_dict_call(content: dict[str, Any]) -> dict[str, Any] | None:
         "module_prefixed": prefixed,
         "call": f"model.load_state_dict({arg})",
     }
-
-
-def _foreign(globals_: list[str]) -> list[str]:
-    """Globals outside torch and the few builtins every checkpoint uses."""
-    usual = re.compile(
-        r"(torch|collections|_codecs|numpy\.core\.multiarray|(__)?builtin(s|__)\.set)\b"
-    )
-    return [g for g in globals_ if not usual.match(g)]
 
 
 def _safetensors(report: dict, header: dict | None, errs: dict, quoted: str) -> dict:
@@ -262,7 +237,7 @@ def render_text(r: dict[str, Any]) -> str:
         out.append(f"  saved on:  {locs}")
     if r.get("pickled_objects"):
         out.append(f"  pickled:   {', '.join(r['pickled_objects'][:8])}")
-    foreign = _foreign(r.get("globals") or [])
+    foreign = weights_only.not_allowed(r.get("globals") or [])
     if foreign:
         out.append(f"  globals:   {', '.join(foreign[:8])}" + (" …" if len(foreign) > 8 else ""))
     m = r.get("machine") or {}

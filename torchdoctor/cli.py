@@ -11,6 +11,7 @@ import json
 import os
 import signal
 import sys
+import time
 import traceback
 from pathlib import Path
 from typing import ClassVar
@@ -160,14 +161,15 @@ def check(
     else:
         from . import interpreter
 
+        started = time.monotonic()  # --timeout bounds the whole run, the search included
         choice = interpreter.choose(python, timeout_s=min(timeout, interpreter.ASK_TIMEOUT_S))
         opts = facts_mod.GatherOptions(
             python=choice.python,
-            timeout_s=timeout,
+            timeout_s=max(1.0, timeout - (time.monotonic() - started)),
             smoke=not no_smoke,
             smoke_size=smoke_size,
-            smoke_timeout_s=timeout,
             interpreter=choice.to_facts(),
+            progress=True,  # only ever on a terminal (stderr)
         )
         facts = facts_mod.gather(opts)
         why = interpreter.not_a_python(facts)

@@ -172,9 +172,10 @@ def check_selection_options(scope: str, expect_help: str):
         click.option(
             "--timeout",
             type=FiniteFloat(min=1, max=3600),
-            default=60.0,
+            default=30.0,
             show_default=True,
-            help="Seconds each torch probe phase (facts, smoke test) may take before it is killed.",
+            help="Seconds the whole run may take (torch probe and smoke tests together); what "
+            "has not finished by then is killed and reported.",
         ),
         click.option(
             "--no-smoke", is_flag=True, help="Skip the smoke tests that run torch on each device."

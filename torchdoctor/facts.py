@@ -6,6 +6,7 @@ whole diagnosis anywhere (``--facts FILE``), which is how every check is tested 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -17,13 +18,17 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from . import __version__, gather_smoke
+from . import __version__, gather_smoke, progress
 from .probes import container, host, nvml, toolchain, torch_probe
 from .probes.runner import ProbeRun, python_argv, run_probe
 from .safeio import InputError, read_text_bounded
 
 FACTS_VERSION = 1
 PROBE_DIR = Path(__file__).parent / "probes"
+# The whole run's deadline by default (--timeout): probe, smoke tests and reruns together.
+TIMEOUT_S = 30.0
+# A rerun past a hung device needs at least this long to import torch and test anything.
+MIN_RERUN_S = 2.0
 # NVML can hang on a wedged driver; it runs beside the torch probe and gets this long.
 NVML_TIMEOUT_S = 15.0
 # nvcc/c++/ninja --version, each with its own short timeout.
@@ -51,13 +56,13 @@ def dig(facts: Facts, path: str, default: Any = None) -> Any:
 @dataclass
 class GatherOptions:
     python: str
-    timeout_s: float = 60.0
+    timeout_s: float = TIMEOUT_S  # the whole gathering, every probe child included
     smoke: bool = True
     smoke_size: str = "quick"
-    smoke_timeout_s: float = 60.0
     extra_probe_args: list[str] = field(default_factory=list)
     # Which interpreter was examined and why (interpreter.Choice.to_facts()).
     interpreter: dict[str, Any] | None = None
+    progress: bool = False  # on a terminal, say on stderr what a long wait is for
 
 
 def torch_facts_from_run(run: ProbeRun) -> dict[str, Any]:
@@ -111,9 +116,47 @@ class _Background:
         return self.value
 
 
+class _Watch:
+    """What the gathering is waiting for right now, for the progress line."""
+
+    def __init__(self, t0: float) -> None:
+        self.t0 = t0
+        self.probe: ProbeRun | None = None  # the probe child running now
+        self.jobs: list[tuple[_Background, str]] = []
+
+    def run(self, argv: list[str], timeout_s: float, until: float) -> ProbeRun:
+        self.probe = ProbeRun(status="not_started")
+        try:
+            return run_probe(argv, timeout_s, until=until, run=self.probe)
+        finally:
+            self.probe = None
+
+    def waiting_for(self) -> tuple[str, float] | None:
+        probe = self.probe
+        if probe is not None:
+            return progress.describe(probe.unfinished_stage), probe.since
+        busy = [what for job, what in self.jobs if job.thread.is_alive()]
+        return (busy[0], self.t0) if busy else None
+
+
 def gather(opts: GatherOptions) -> Facts:
-    """Run the torch probe in a child while NVML and host facts are read here, in parallel."""
+    """Run the torch probe in a child while NVML and host facts are read here, in parallel.
+
+    ``opts.timeout_s`` bounds the whole of it; on a terminal (``opts.progress``) a wait longer
+    than a few seconds is named on stderr while it lasts.
+    """
     t0 = time.monotonic()
+    watch = _Watch(t0)
+    with progress.Waiting(watch.waiting_for) if opts.progress else contextlib.nullcontext():
+        return _gather(opts, t0, watch)
+
+
+def _gather(opts: GatherOptions, t0: float, watch: _Watch) -> Facts:
+    until = t0 + opts.timeout_s
+
+    def left(cap: float) -> float:
+        return max(0.0, min(cap, until - time.monotonic()))
+
     script = str(PROBE_DIR / "torch_probe.py")
     args = list(opts.extra_probe_args)
     # Same interpreter as ours: read package metadata here, on the other core, while the child
@@ -124,12 +167,11 @@ def gather(opts: GatherOptions) -> Facts:
     if opts.smoke:
         args += ["--smoke", opts.smoke_size]
     argv = python_argv(opts.python, script, *args)
-    probe = _Background(
-        lambda: run_probe(argv, opts.timeout_s, phase_timeouts={"smoke": opts.smoke_timeout_s})
-    )
+    probe = _Background(lambda: watch.run(argv, opts.timeout_s, until))
     nvml_job = _Background(nvml.gather)
     packages_job = _Background(torch_probe.package_facts) if packages_here else None
     toolchain_job = _Background(toolchain.gather)
+    watch.jobs = [(nvml_job, "the NVIDIA driver (NVML)"), (toolchain_job, "nvcc and c++ --version")]
     host_facts = host.gather()
     facts: Facts = {
         "facts_version": FACTS_VERSION,
@@ -139,9 +181,9 @@ def gather(opts: GatherOptions) -> Facts:
             "python": opts.python,
         },
         "env": host.selected_env(),
-        "nvml": nvml_job.result(NVML_TIMEOUT_S, "NVML"),
+        "nvml": nvml_job.result(left(NVML_TIMEOUT_S), "NVML"),
         "host": host_facts,
-        "toolchain": toolchain_job.result(TOOLCHAIN_TIMEOUT_S, "toolchain"),
+        "toolchain": toolchain_job.result(left(TOOLCHAIN_TIMEOUT_S), "toolchain"),
         "container": container.gather(),
     }
     if opts.interpreter is not None:
@@ -152,7 +194,7 @@ def gather(opts: GatherOptions) -> Facts:
         run.message = f"probe runner failed: {probe.error}"
     facts["platform"] = run.stages.get("platform") or {}
     if packages_job is not None:
-        packages = packages_job.result(opts.timeout_s, "package metadata")
+        packages = packages_job.result(left(opts.timeout_s), "package metadata")
     else:
         packages = run.stages.get("packages") or {}
     facts["packages"] = packages
@@ -160,10 +202,17 @@ def gather(opts: GatherOptions) -> Facts:
     if opts.smoke:
 
         def rerun(devices: list[str]) -> ProbeRun:
+            if left(opts.timeout_s) < MIN_RERUN_S:  # each device left is named, not dropped
+                return ProbeRun(
+                    status="timeout",
+                    unfinished_stage=f"smoke.{devices[0]}",
+                    message=f"not tested: the run's deadline ({opts.timeout_s:g} s, --timeout) "
+                    "passed before its turn",
+                )
             argv = python_argv(
                 opts.python, script, "--smoke", opts.smoke_size, "--smoke-only", ",".join(devices)
             )
-            return run_probe(argv, opts.timeout_s, phase_timeouts={"smoke": opts.smoke_timeout_s})
+            return watch.run(argv, opts.timeout_s, until)
 
         facts["smoke"] = gather_smoke.collect(run, opts.smoke_size, rerun)
     else:

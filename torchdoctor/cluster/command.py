@@ -32,6 +32,10 @@ LAUNCH_HELP = (
 )
 
 
+class LauncherVariableError(click.ClickException):
+    exit_code = 2
+
+
 def _sizes(ctx: click.Context, param: click.Parameter, value: str | None) -> list[int] | None:
     try:
         return parse_sizes(value) if value else None
@@ -144,8 +148,8 @@ def dist(
         raise click.exceptions.Exit(doc["exit_code"])
     try:
         launch = from_env()
-    except LaunchError as exc:
-        raise click.UsageError(str(exc)) from exc
+    except LaunchError as exc:  # one line, exit 2, before torch or a rendezvous starts
+        raise LauncherVariableError(str(exc)) from exc
     if launch is None:
         raise click.UsageError(LAUNCH_HELP)
     export_for_env_rendezvous(launch)

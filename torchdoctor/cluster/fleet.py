@@ -112,7 +112,7 @@ def _rank_accounting(records: list[Record], missing: list[Record], world: int) -
     ranks = [r["rank"] for r in records] + [m["rank"] for m in missing]
     seen = set(ranks)
     problems = []
-    if dupes := sorted({r for r in ranks if ranks.count(r) > 1}):
+    if dupes := sorted(r for r, n in Counter(ranks).items() if n > 1):  # linear: 100k ranks
         problems.append(f"rank(s) {dupes} reported more than once")
     if outside := sorted(r for r in seen if not (isinstance(r, int) and 0 <= r < world)):
         problems.append(f"rank(s) {outside} outside 0..{world - 1}")

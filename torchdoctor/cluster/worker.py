@@ -40,6 +40,7 @@ from .render import RENDERERS
 
 KEY = "torchdoctor/"  # our keys in the job's rendezvous store
 GRACE_S = 5.0  # beyond a collective's own timeout, before our deadline gives up on it
+PARTIAL_S = 10.0  # how long rank 0 asks the store about missing ranks after a failure
 HANG_RANK_VAR = "TORCHDOCTOR_TEST_HANG_RANK"
 OVERRIDE_VAR = "TORCHDOCTOR_TEST_FACT_OVERRIDE"
 DEFAULT_SIZES = {"gloo": "256K,4M", "nccl": "1M,16M,128M"}
@@ -50,7 +51,7 @@ DEFAULT_ITERS = {"gloo": (1, 3), "nccl": (5, 20)}  # (warm-up, timed)
 class DistOptions:
     backend: str = "auto"  # auto | nccl | gloo
     collective_timeout_s: float = 60.0
-    probe_timeout_s: float = 60.0
+    probe_timeout_s: float = GatherOptions.timeout_s
     checks: bool = True
     smoke: bool = True
     smoke_size: str = "quick"
@@ -113,7 +114,7 @@ class Worker:
         self.t0 = time.monotonic()
         self.T = opts.collective_timeout_s
         self.store: Any = None
-        self.ctl: Any = None  # a gloo group for control traffic (monitored_barrier, objects)
+        self.ctl: Any = None  # a gloo group for control traffic (monitored_barrier, the exit code)
         self.device: Any = None
         self.reported = False  # rank 0 prints one fleet report, even if a later step fails
         self.record: dict[str, Any] = {
@@ -431,41 +432,44 @@ class Worker:
                 self.record["bandwidth"].append(bw.measure(op, numel * 4, seconds, n))
 
     def gather(self) -> list[dict[str, Any]] | None:
-        """Every record to rank 0 (an object collective); the store keeps a copy for a partial report."""
+        """Every record to rank 0 through the rendezvous store (JSON text; no pickled-object
+        collective, which needs numpy — torch's CPU wheels do not); also what a partial report
+        reads after a failure."""
         self.mark("gather")
         apply_override(self.record, self.launch.rank, os.environ.get(OVERRIDE_VAR))
         payload = json.dumps(self.record, default=str)
-        self._set(f"report/{self.launch.rank}", payload)
-        out: list[Any] | None = [None] * self.launch.world_size if self.launch.rank == 0 else None
-        try:  # JSON strings travel, so what is unpickled is only ever a str
+        keys = [f"{KEY}report/{r}" for r in range(self.launch.world_size)]
+        try:
+            self.store.set(keys[self.launch.rank], payload)
+            if self.launch.rank != 0:
+                return None
             within(
                 self.T + GRACE_S,
                 "gather of reports",
-                self.dist.gather_object,
-                payload,
-                out,
-                dst=0,
-                group=self.ctl,
+                self.store.wait,
+                keys,
+                timedelta(seconds=self.T),
             )
+            return [json.loads(self.store.get(k).decode()) for k in keys]
         except Exception as exc:
-            raise PhaseFailed("gather", str(exc)) from exc
-        return [json.loads(p) for p in out] if out is not None else None
+            raise PhaseFailed("gather", f"{type(exc).__name__}: {exc}") from exc
 
     def share_exit_code(self, code: int) -> int:
-        """Rank 0's verdict to every rank, so the launcher sees one exit code from all."""
-        box = [code]
+        """Rank 0's verdict to every rank, so the launcher sees one exit code from all: an int64
+        tensor broadcast on the gloo control group (also the last meeting point of the job)."""
+        box = self.torch.tensor([code], dtype=self.torch.int64)
         try:
             within(
                 self.T + GRACE_S,
                 "broadcast of the exit code",
-                self.dist.broadcast_object_list,
+                self.dist.broadcast,
                 box,
                 src=0,
                 group=self.ctl,
             )
         except Exception as exc:
             raise PhaseFailed("finish", str(exc)) from exc
-        return int(box[0])
+        return int(box[0].item())
 
     # ------------------------------------------------------------------ reporting
 
@@ -503,7 +507,11 @@ class Worker:
     def partial(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """What rank 0 knows after a failure: records left in the store, and who is missing."""
         records, missing = [self.record], []
+        asking_until = time.monotonic() + PARTIAL_S
         for r in range(1, self.launch.world_size):
+            if time.monotonic() > asking_until:  # a huge job: name the rest without asking
+                missing.append({"rank": r, "host": None, "phase": None, "error": None})
+                continue
             payload = self._get(f"report/{r}")
             if payload:
                 records.append(json.loads(payload))
@@ -551,8 +559,7 @@ class Worker:
             self.describe()
             self.local_checks()
             o = self.opts
-            smoke_s = GatherOptions.smoke_timeout_s if o.smoke and o.checks else 0.0
-            wait = o.probe_timeout_s + smoke_s + self.T  # local rank 0 may be gathering that long
+            wait = o.probe_timeout_s + self.T  # local rank 0 may be gathering that long
             self.checkpoint("collectives", wait)
             self.collectives()
             self.bandwidth()

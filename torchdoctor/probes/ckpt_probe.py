@@ -38,8 +38,10 @@ def detect(path):
     elif len(head) >= 9 and head[8:9] == b"{":
         (n,) = struct.unpack("<Q", head[:8])
         kind = "safetensors" if n <= min(size - 8, SAFETENSORS_MAX_HEADER) else "unknown"
-    elif head[:1] == b"\x80":
-        kind = "torch-legacy"  # a pickle stream; pickle_scan checks torch's magic number
+    elif head[:1] == b"\x80" or pickle_scan.is_pickle(path):
+        # A pickle stream (protocols 0 and 1 have no header): torch.load would unpickle it, so
+        # its globals are judged; pickle_scan checks torch's magic number.
+        kind = "torch-legacy"
     else:
         kind = "unknown"
     return {"format": kind, "size_bytes": size}

@@ -3,7 +3,8 @@
 `pickletools.genops` only decodes; nothing is imported or called. A small stack simulation
 recovers what torch's persistent ids say about each storage — `('storage', <type>, key,
 location, numel)` — so the devices a checkpoint was saved from are known even for a file that
-`weights_only` loading refuses (a pickled nn.Module). Also lists every GLOBAL it references.
+`weights_only` loading refuses (a pickled nn.Module). Also lists every global it references,
+however named (GLOBAL, STACK_GLOBAL, INST, copyreg EXT codes), in every protocol 0-5.
 """
 
 from __future__ import annotations
@@ -32,6 +33,10 @@ MAX_OPS = 50_000_000
 TORCH_MAGIC = 0x1950A86A20F9469CFC6C
 # Legacy (pre-1.6) files are several pickles in a row: magic, protocol, sys_info, the object.
 LEGACY_PICKLES = 4
+
+
+# A STACK_GLOBAL whose names are not plain strings here: unknowable, so never allowed.
+COMPUTED_GLOBAL = "<global computed at load time>"
 
 
 class Global(str):
@@ -77,7 +82,12 @@ class Scan:
                     stack.append(g)
                 elif name == "STACK_GLOBAL":
                     attr, module = stack.pop(), stack.pop()
-                    g = Global(f"{module}.{attr}")
+                    known = isinstance(module, str) and isinstance(attr, str)
+                    g = Global(f"{module}.{attr}" if known else COMPUTED_GLOBAL)
+                    self.globals[g] += 1
+                    stack.append(g)
+                elif name in ("EXT1", "EXT2", "EXT4"):  # a global named by copyreg's registry
+                    g = Global(f"<copyreg extension {arg}>")
                     self.globals[g] += 1
                     stack.append(g)
                 elif name == "MARK":
@@ -162,6 +172,19 @@ def scan_zip(path: str) -> dict:
         out = scan.to_dict()
         out["entries"] = len(names)
         return out
+
+
+SNIFF_BYTES = 1 << 20
+
+
+def is_pickle(path: str) -> bool:
+    """Does the file start with a pickle (protocols 0 and 1 have no header)? Its first MiB must
+    decode as one whole pickle, or as a long run of opcodes cut off only by that window."""
+    with open(path, "rb") as fh:
+        head = fh.read(SNIFF_BYTES + 1)
+    scan = Scan()
+    scan.feed(io.BytesIO(head[:SNIFF_BYTES]))
+    return (scan.complete and scan.ops > 1) or (len(head) > SNIFF_BYTES and scan.ops >= 1000)
 
 
 def scan_legacy(path: str) -> dict:

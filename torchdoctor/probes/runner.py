@@ -1,7 +1,9 @@
 """Run a probe script in a child process with a deadline, and keep whatever it said.
 
 Why a child: CUDA initialisation can hang in a C call (no signal interrupts it) or segfault.
-The child gets its own process session so a timeout kills it and anything it spawned.
+The child gets its own process session; when it ends (done, crashed or past its deadline) and
+when torchdoctor exits (Ctrl-C included), that whole group is killed, so nothing it spawned —
+a plugin's helper started during `import torch` — outlives torchdoctor.
 Its stdout is read line by line as it arrives; a line is one JSON event (see torch_probe.py).
 """
 
@@ -39,6 +41,7 @@ class ProbeRun:
     garbage_lines: int = 0
     duration_s: float = 0.0
     message: str = ""
+    since: float = field(default_factory=time.monotonic)  # when the last stage began or ended
 
     def summary(self) -> dict[str, Any]:
         """The part of a run that belongs in facts (without the stage data itself)."""
@@ -92,6 +95,8 @@ class _Reader(threading.Thread):
         ):
             self.run_.garbage_lines += 1
             return
+        if kind in ("begin", "end", "error"):
+            run.since = time.monotonic()
         if kind == "begin":
             run.unfinished_stage = name
         elif kind == "end":
@@ -161,27 +166,52 @@ def _kill_group(proc: subprocess.Popen) -> None:
         pass
 
 
+def _exited(proc: subprocess.Popen, wait_s: float) -> bool:
+    """Has the child exited? On POSIX it is not reaped yet (WNOWAIT): while its zombie stands,
+    its process group id cannot be reused, so killing that group afterwards hits only its own."""
+    if os.name != "posix":  # pragma: no cover - Windows
+        try:
+            proc.wait(timeout=wait_s)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+    end = time.monotonic() + wait_s
+    while True:
+        try:
+            if os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT):
+                return True
+        except ChildProcessError:  # reaped elsewhere: gone
+            return True
+        if time.monotonic() >= end:
+            return False
+        time.sleep(min(0.01, max(0.0, end - time.monotonic())))
+
+
 def run_probe(
     argv: list[str],
     timeout_s: float,
     phase_timeouts: dict[str, float] | None = None,
     env: dict[str, str] | None = None,
+    until: float | None = None,
+    run: ProbeRun | None = None,
 ) -> ProbeRun:
     """Run ``argv`` (a Python command) and collect its events.
 
     ``timeout_s`` bounds the first phase; when the child announces a phase named in
-    ``phase_timeouts``, the deadline restarts with that phase's budget, so a slow smoke
-    test cannot eat the time meant for basic facts, nor the other way round.
+    ``phase_timeouts``, the deadline restarts with that phase's budget. ``until`` (a
+    time.monotonic() value) caps every phase: a whole run's deadline. Pass ``run`` to watch
+    the stages while they happen (progress on a terminal); it is filled and returned.
     """
-    run = ProbeRun(status="not_started")
+    run = run if run is not None else ProbeRun(status="not_started")
     phase_timeouts = phase_timeouts or {}
-    deadline = [time.monotonic() + timeout_s]
+    cap = float("inf") if until is None else until
+    deadline = [min(cap, time.monotonic() + timeout_s)]
 
     def on_phase(phase: str | None) -> None:
         if phase in phase_timeouts:
-            deadline[0] = time.monotonic() + phase_timeouts[phase]
+            deadline[0] = min(cap, time.monotonic() + phase_timeouts[phase])
 
-    t0 = time.monotonic()
+    t0 = run.since = time.monotonic()
     with tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace") as err:
         kwargs: dict[str, Any] = {}
         if os.name == "posix":
@@ -211,16 +241,14 @@ def run_probe(
         reader = _Reader(proc.stdout, run, on_phase)
         reader.start()
         timed_out = False
-        while True:
-            try:
-                proc.wait(timeout=min(0.05, max(0.0, deadline[0] - time.monotonic())))
+        while not _exited(proc, min(0.05, max(0.0, deadline[0] - time.monotonic()))):
+            if time.monotonic() >= deadline[0]:
+                timed_out = True
                 break
-            except subprocess.TimeoutExpired:
-                if time.monotonic() >= deadline[0]:
-                    timed_out = True
-                    _kill_group(proc)
-                    proc.wait()
-                    break
+        # Whichever way it ended, what it started (a plugin's server spawned during
+        # `import torch`, a sitecustomize's helper) ends with it; then the child is reaped.
+        _kill_group(proc)
+        proc.wait()
         with _LIVE_LOCK:
             _LIVE.discard(proc)
         reader.join(timeout=2)

@@ -2,12 +2,17 @@
 
 Each device is one stage (``smoke.cpu``, ``smoke.cuda:0`` …), so a device that hangs or kills the
 process loses nothing measured on the devices before it; the parent reruns the rest in a new child.
-Standard library plus torch only.
+Standard library plus torch only, and any Python torch supports (no zip(strict=): shapes are
+compared before values are paired).
 """
+
+# ruff: noqa: B905
 
 from __future__ import annotations
 
+import operator
 import os
+import random
 import signal
 import statistics
 import time
@@ -24,13 +29,17 @@ SIZES = {
     },
 }
 
-# Relative error allowed against the float64 CPU reference (max |a-b| / max |ref|). float32 on
-# GPUs may use TF32 for matmul (10-bit mantissa), so its bound is TF32's, not FP32's.
-TOLERANCE = {"float32": 5e-3, "float16": 2e-2, "bfloat16": 8e-2}
+# Inputs are integer matrices with entries in {-1, 0, 1} and at most EXACT_TERMS non-zero
+# products per dot product, so every partial sum, in any order, is an integer of magnitude at
+# most EXACT_TERMS: float32, TF32, float16 and bfloat16 (8 significant bits) all hold it exactly.
+# A correct library returns exactly the answer, which is worked out here in pure Python — never
+# with the library under test, so a BLAS or kernel that is wrong in every dtype still fails.
+EXACT_TERMS = 256
 MIB = 1024 * 1024
 
-# Test-only fault injection, "DEVICE=KIND[,DEVICE=KIND]" with KIND wrong|raise|hang|segv: how the
-# tests prove that a bad device is reported and the others' results survive, without a bad GPU.
+# Test-only fault injection, "DEVICE=KIND[,DEVICE=KIND]" with KIND wrong|library|raise|hang|segv:
+# how the tests prove that a bad device (or a library wrong in every dtype) is reported and the
+# others' results survive, without a bad GPU.
 FAULT_ENV = "TORCHDOCTOR_TEST_SMOKE_FAULT"
 
 
@@ -65,10 +74,103 @@ def _sync(torch, device: str) -> None:
         torch.xpu.synchronize(device)
 
 
-def _rel_err(torch, got, ref) -> float:
-    diff = (got.detach().to("cpu", torch.float64) - ref).abs().max().item()
-    scale = ref.abs().max().item() or 1.0
-    return diff / scale
+def _matrix(rows: int, cols: int, seed: int, stride: int = 1) -> list[list[int]]:
+    """Fixed pseudo-random entries in {-1, 0, 1} (the standard library's generator, never the
+    library's), zero unless (i + j) % stride == 0: with stride = ceil(n / EXACT_TERMS), no dot
+    product of two such matrices has more than EXACT_TERMS non-zero terms."""
+    rng = random.Random(seed)
+    out = [rng.choices((-1, 0, 1), k=cols) for _ in range(rows)]
+    if stride > 1:
+        out = [
+            [v if (i + j) % stride == 0 else 0 for j, v in enumerate(r)] for i, r in enumerate(out)
+        ]
+    return out
+
+
+def _dot(x, y) -> int:
+    return sum(map(operator.mul, x, y))
+
+
+def _worst(pairs) -> float:
+    """Largest |got - want| over (got, want) pairs; NaN or inf counts as infinitely wrong."""
+    worst = 0.0
+    for got, want in pairs:
+        err = abs(got - want)
+        worst = max(worst, err) if err == err and err != float("inf") else float("inf")
+    return worst
+
+
+def _edges(n: int) -> list[int]:
+    """First, middle and last: the edges and the inside of every tiling a kernel may use."""
+    return sorted({0, n // 2, n - 1})
+
+
+def matmul_reference(a: list, b: list) -> dict:
+    """What A·B must hold, in pure Python: every row sum A(B·1) and column sum (1ᵀA)B — exact
+    checksums that catch any single wrong entry — and whole rows and columns at the edges."""
+    n = len(a)
+    b_row_sums = [sum(row) for row in b]
+    a_col_sums = [sum(col) for col in zip(*a)]
+    b_cols = list(zip(*b))
+    return {
+        "row_sums": [_dot(row, b_row_sums) for row in a],
+        "col_sums": [_dot(a_col_sums, col) for col in b_cols],
+        "rows": {i: [_dot(a[i], col) for col in b_cols] for i in _edges(n)},
+        "cols": {j: [_dot(row, b_cols[j]) for row in a] for j in _edges(n)},
+    }
+
+
+def matmul_error(ref: dict, got: list) -> float:
+    if len(got) != len(ref["row_sums"]) or any(len(r) != len(ref["col_sums"]) for r in got):
+        return float("inf")
+    pairs = list(zip(map(sum, got), ref["row_sums"]))
+    pairs += zip(map(sum, zip(*got)), ref["col_sums"])
+    for i, row in ref["rows"].items():
+        pairs += zip(got[i], row)
+    for j, col in ref["cols"].items():
+        pairs += zip((r[j] for r in got), col)
+    return _worst(pairs)
+
+
+def conv_reference(x: list, w: list, rows: list[int]) -> dict:
+    """conv2d (3x3 kernel, padding 1) in pure Python: {(image, out channel, row): [values]}."""
+    size = len(x[0][0])
+    out = {}
+    for b, image in enumerate(x):
+        for o, kernel in enumerate(w):
+            for h in rows:
+                line = [0] * size
+                for c, plane in enumerate(image):
+                    for dh in range(3):
+                        r = h + dh - 1
+                        if not 0 <= r < size:
+                            continue
+                        src, k = plane[r], kernel[c][dh]
+                        padded = [0, *src, 0]
+                        for col in range(size):
+                            line[col] += _dot(padded[col : col + 3], k)
+                out[(b, o, h)] = line
+    return out
+
+
+def conv_error(ref: dict, got: list) -> float:
+    pairs = []
+    for (b, o, h), line in ref.items():
+        if len(got[b][o][h]) != len(line):
+            return float("inf")
+        pairs += zip(got[b][o][h], line)
+    return _worst(pairs)
+
+
+def _break_the_library(torch) -> None:
+    """Test-only fault: matmul and conv2d 1% wrong in every dtype, float64 included (a BLAS or
+    kernel library that is wrong everywhere), for the rest of this process."""
+    if getattr(torch, "_torchdoctor_broken", False):
+        return
+    matmul, conv2d = torch.Tensor.__matmul__, torch.nn.functional.conv2d
+    torch.Tensor.__matmul__ = lambda a, b: matmul(a, b) * 1.01
+    torch.nn.functional.conv2d = lambda *args, **kw: conv2d(*args, **kw) * 1.01
+    torch._torchdoctor_broken = True
 
 
 def _dtypes(torch, device: str) -> list[str]:
@@ -82,38 +184,45 @@ def _dtypes(torch, device: str) -> list[str]:
 
 
 def compute(torch, device: str, size: dict) -> dict:
-    """matmul and conv2d per dtype against a float64 CPU reference."""
-    gen = torch.Generator().manual_seed(0)
+    """matmul and conv2d per dtype on exact integer inputs, against pure-Python answers."""
     n, c = size["matmul"], size["conv"]
-    a = torch.randn(n, n, generator=gen, dtype=torch.float64)
-    b = torch.randn(n, n, generator=gen, dtype=torch.float64)
-    x = torch.randn(2, 3, c, c, generator=gen, dtype=torch.float64)
-    w = torch.randn(8, 3, 3, 3, generator=gen, dtype=torch.float64)
-    ref_mm = a @ b
-    ref_conv = torch.nn.functional.conv2d(x, w, padding=1)
+    stride = -(-n // EXACT_TERMS)
+    a, b = _matrix(n, n, 1, stride), _matrix(n, n, 2, stride)
+    x = [[_matrix(c, c, 10 + 3 * i + j, 1) for j in range(3)] for i in range(2)]
+    w = [[_matrix(3, 3, 20 + 3 * o + j, 1) for j in range(3)] for o in range(8)]
+    mm_ref, conv_ref = matmul_reference(a, b), conv_reference(x, w, _edges(c))
     results = {}
     fault = _fault(device)
+    if fault == "library":
+        _break_the_library(torch)
     for name in _dtypes(torch, device):
         dt = getattr(torch, name)
         t0 = time.perf_counter()
         try:
             if fault == "raise":
                 raise RuntimeError(f"injected fault on {device}")
-            mm = a.to(device, dt) @ b.to(device, dt)
-            conv = torch.nn.functional.conv2d(x.to(device, dt), w.to(device, dt), padding=1)
+            mm = torch.tensor(a, dtype=dt, device=device) @ torch.tensor(b, dtype=dt, device=device)
+            conv = torch.nn.functional.conv2d(
+                torch.tensor(x, dtype=dt, device=device),
+                torch.tensor(w, dtype=dt, device=device),
+                padding=1,
+            )
             _sync(torch, device)
             if fault == "wrong":
                 mm = mm + 1
+            got_mm = mm.to("cpu", torch.float64).tolist()
+            got_conv = conv.to("cpu", torch.float64).tolist()
         except Exception as exc:  # noqa: BLE001 - an unsupported dtype is a result, not a crash
             results[name] = {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:500]}
             continue
-        errs = {"matmul": _rel_err(torch, mm, ref_mm), "conv2d": _rel_err(torch, conv, ref_conv)}
-        ok = all(e <= TOLERANCE[name] for e in errs.values())
+        errs = {
+            "matmul_max_err": matmul_error(mm_ref, got_mm),
+            "conv2d_max_err": conv_error(conv_ref, got_conv),
+        }
         results[name] = {
-            "ok": ok,
-            "matmul_rel_err": errs["matmul"],
-            "conv2d_rel_err": errs["conv2d"],
-            "tolerance": TOLERANCE[name],
+            "ok": all(e == 0 for e in errs.values()),
+            **errs,
+            "reference": "exact",
             "ms": round((time.perf_counter() - t0) * 1000, 3),
         }
     return {"dtypes": results, "ok": all(r["ok"] for r in results.values())}
