@@ -59,14 +59,14 @@ def test_sarif_rules_point_at_their_pages(tmp_path):
         assert rule["helpUri"].startswith(docs.DOCS_BASE) and (DOCS / page).is_file(), rule["id"]
 
 
-def test_every_audit_and_export_finding_id_has_a_page():
+def test_every_audit_export_and_inspect_finding_id_has_a_page():
     import re
 
     source = "".join(
         (REPO / "torchdoctor" / name).read_text(encoding="utf-8")
-        for name in ("export_checklist.py", "export_audit.py", "model_audit.py")
+        for name in ("export_checklist.py", "export_audit.py", "model_audit.py", "checkpoint.py")
     )
-    ids = set(re.findall(r'"(export\.[a-z-]+)"', source)) | set(docs.AUDIT_IDS)
-    assert len(ids) >= 15
+    ids = set(re.findall(r'"((?:export|inspect)\.[a-z-]+)"', source)) | set(docs.AUDIT_IDS)
+    assert len(ids) >= 25
     missing = [i for i in sorted(ids) if not (DOCS / docs.finding_page(i)).is_file()]
     assert not missing, f"finding ids without a page under docs/: {missing}"

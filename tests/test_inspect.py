@@ -9,13 +9,14 @@ import sys
 import zipfile
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from torchdoctor.checkpoint import dangerous_globals
 from torchdoctor.probes import pickle_scan
 from torchdoctor.weights_only import WEIGHTS_ONLY_ALLOWED
 
-from .conftest import REPO, needs_torch, run_cli
+from .conftest import REPO, REPORT_SCHEMA, needs_torch, run_cli
 
 
 @pytest.fixture(scope="module")
@@ -35,10 +36,25 @@ def _has_torch() -> bool:
     return find_spec("torch") is not None
 
 
-def inspect(path: Path) -> tuple[int, dict]:
-    r = run_cli("inspect", str(path), "--json")
+def inspect(path: Path, *args: str) -> tuple[int, dict]:
+    r = run_cli("inspect", str(path), "--json", *args)
     assert "Traceback" not in r.stderr, r.stderr
-    return r.returncode, json.loads(r.stdout)
+    doc = json.loads(r.stdout)
+    jsonschema.Draft202012Validator(REPORT_SCHEMA).validate(doc)  # the shared contract
+    assert doc["command"] == "inspect" and doc["summary"]["exit_code"] == r.returncode
+    return r.returncode, doc
+
+
+@needs_torch
+def test_inspect_findings_carry_ids_and_can_be_silenced(ckpts):
+    _, r = inspect(ckpts / "cuda_state_dict.pt")
+    (finding,) = r["findings"]
+    assert finding["id"] == "inspect.saved-on-missing-device" and finding["level"] == "error"
+    assert "map_location='cpu'" in finding["remedies"][0]["text"]
+    assert finding["doc"].endswith("/docs/inspect/inspect.saved-on-missing-device.md")
+    rc, r = inspect(ckpts / "cuda_state_dict.pt", "--ignore", "inspect.saved-on-missing-device")
+    assert r["findings"] == [] and r["summary"]["silenced"] == 1
+    assert rc == 1  # the exit code still says whether the file loads here as it is
 
 
 @needs_torch

@@ -12,9 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from . import weights_only
+from .docs import finding_url
+from .findings import Finding, Selection, envelope, split
 from .probes.runner import python_argv, run_probe
 
-SCHEMA_VERSION = 1
 PROBE = Path(__file__).parent / "probes" / "ckpt_probe.py"
 PICKLED_MODULE = re.compile(r"^(torch\.nn\.modules\.|__main__\.)")
 WEIGHTS_ONLY_FAILED = "Weights only load failed"
@@ -47,14 +48,42 @@ def _target(machine: dict[str, Any]) -> str:
     return "cuda:0" if machine.get("cuda_available") else "cpu"
 
 
-def build_report(path: str, run) -> dict[str, Any]:
+def _problem(report: dict[str, Any], finding_id: str, level: str, text: str) -> None:
+    """One problem: its line for the text report, and a finding with a stable id."""
+    report["problems"].append(text)
+    report["_findings"].append((finding_id, level, text))
+
+
+def build_report(path: str, run, selection: Selection | None = None) -> dict[str, Any]:
+    """The report in the shared findings envelope (command ``inspect``)."""
+    report = _build(path, run)
+    call = report.get("load_call")
+    found = [
+        Finding(
+            id=fid,
+            level=level,
+            message=text,
+            subject=path,
+            remedies=[{"text": f"Load it with: {call}", "commands": []}] if call else [],
+            details={"format": report.get("format")},
+            doc=finding_url(fid),
+        )
+        for fid, level, text in report.pop("_findings")
+    ]
+    kept, silenced = split(found, selection or Selection())
+    doc = envelope("inspect", kept, silenced=silenced, fail_on="warning", **report)
+    # The exit code says whether the file loads here as it is (documented for inspect).
+    doc["summary"]["exit_code"] = 0 if report.get("loads_as_is") else 1
+    return doc
+
+
+def _build(path: str, run) -> dict[str, Any]:
     """Pure: the probe's stages (a ProbeRun) -> the report dict."""
     st, errs = run.stages, run.errors
     info = st.get("file") or {}
     fmt = info.get("format", "unknown")
     machine = st.get("machine") or {}
     report: dict[str, Any] = {
-        "schema_version": SCHEMA_VERSION,
         "path": path,
         "format": fmt,
         "size_bytes": info.get("size_bytes"),
@@ -66,21 +95,34 @@ def build_report(path: str, run) -> dict[str, Any]:
         "dangerous_globals": [],
         "loads_as_is": False,
         "problems": [],
+        "_findings": [],
         "load_call": None,
         "probe": run.summary(),
     }
-    problems: list[str] = report["problems"]
     if run.status in ("timeout", "crashed"):
-        problems.append(f"reading the file failed: {run.message}")
+        _problem(report, "inspect.read-failed", "error", f"reading the file failed: {run.message}")
     if "file" in errs:
-        problems.append(f"cannot read the file: {errs['file'].get('message')}")
+        _problem(
+            report,
+            "inspect.unreadable",
+            "error",
+            f"cannot read the file: {errs['file'].get('message')}",
+        )
         return report
     if fmt == "unknown":
-        problems.append("not a torch.save (zip or legacy pickle) or safetensors file")
+        _problem(
+            report,
+            "inspect.not-a-checkpoint",
+            "error",
+            "not a torch.save (zip or legacy pickle) or safetensors file",
+        )
         return report
     if "machine" in errs:
-        problems.append(
-            f"torch could not be imported to check loading: {errs['machine'].get('message')}"
+        _problem(
+            report,
+            "inspect.torch-unavailable",
+            "warning",
+            f"torch could not be imported to check loading: {errs['machine'].get('message')}",
         )
     quoted = repr(path)
     if fmt == "safetensors":
@@ -92,23 +134,34 @@ def build_report(path: str, run) -> dict[str, Any]:
     report["dangerous_globals"] = dangerous_globals(report["globals"])
     if report["dangerous_globals"]:
         names = [d.split(" (", 1)[0] for d in report["dangerous_globals"]]
-        problems.append(
+        _problem(
+            report,
+            "inspect.dangerous-globals",
+            "error",
             f"DANGEROUS: references {', '.join(names[:5])}"
             + (f" and {len(names) - 5} more" if len(names) > 5 else "")
             + ", which torch.load(weights_only=True) does not allow and which unpickling "
-            "imports and calls. Do not load this file with weights_only=False."
+            "imports and calls. Do not load this file with weights_only=False.",
         )
     if pick.get("error") and not st.get("load"):
-        problems.append(f"the pickle is malformed or truncated: {pick['error']}")
+        _problem(
+            report,
+            "inspect.malformed",
+            "error",
+            f"the pickle is malformed or truncated: {pick['error']}",
+        )
     load = st.get("load")
     locations = (load or {}).get("saved_locations") or pick.get("storage_locations", {})
     report["saved_locations"] = locations
     wrong = sorted(loc for loc in locations if not _loadable_here(loc, machine))
     needs_map = bool(wrong) and bool(machine)
     if needs_map:
-        problems.append(
+        _problem(
+            report,
+            "inspect.saved-on-missing-device",
+            "error",
             f"tensors were saved from {', '.join(wrong)}, which this machine does not have: "
-            "a plain torch.load fails with 'Attempting to deserialize object on a CUDA device'"
+            "a plain torch.load fails with 'Attempting to deserialize object on a CUDA device'",
         )
     if load:
         report["content"] = {k: v for k, v in load.items() if not k.startswith("saved_")}
@@ -128,9 +181,12 @@ def build_report(path: str, run) -> dict[str, Any]:
             + ", ".join(weights_only.not_allowed(report["globals"])[:5])
             + ")"
         )
-        problems.append(
+        _problem(
+            report,
+            "inspect.needs-weights-only-false",
+            "warning",
             f"the file holds {what}: it loads only with weights_only=False, which runs code from "
-            "the file. Do that only for a file you trust; better, re-save its state_dict()."
+            "the file. Do that only for a file you trust; better, re-save its state_dict().",
         )
         first_line = message.strip().splitlines()[0] if message.strip() else ""
         report["weights_only_error"] = first_line
@@ -140,7 +196,12 @@ def build_report(path: str, run) -> dict[str, Any]:
                 f"torch.load({quoted}{map_arg}, weights_only=False)  # trusted files only"
             )
     elif message:
-        problems.append(f"torch.load(weights_only=True) failed: {message.strip()[:300]}")
+        _problem(
+            report,
+            "inspect.load-failed",
+            "error",
+            f"torch.load(weights_only=True) failed: {message.strip()[:300]}",
+        )
     return report
 
 
@@ -175,13 +236,16 @@ def state_dict_call(content: dict[str, Any]) -> dict[str, Any] | None:
 def _safetensors(report: dict, header: dict | None, errs: dict, quoted: str) -> dict:
     if header is None:
         msg = (errs.get("safetensors") or {}).get("message", "unreadable header")
-        report["problems"].append(f"cannot read the safetensors header: {msg}")
+        _problem(report, "inspect.malformed", "error", f"cannot read the safetensors header: {msg}")
         return report
     report["content"] = {k: v for k, v in header.items() if k != "safetensors_installed"}
     end, available = header.get("data_end"), header.get("data_available")
     if isinstance(end, int) and isinstance(available, int) and end > available:
-        report["problems"].append(
-            f"the file is truncated: its tensors need {end} bytes of data, it holds {available}"
+        _problem(
+            report,
+            "inspect.truncated",
+            "error",
+            f"the file is truncated: its tensors need {end} bytes of data, it holds {available}",
         )
         return report
     report["saved_locations"] = {"cpu": header.get("tensors", 0)}  # safetensors has no device
@@ -192,15 +256,20 @@ def _safetensors(report: dict, header: dict | None, errs: dict, quoted: str) -> 
     if header.get("safetensors_installed"):
         report["loads_as_is"] = True
     else:
-        report["problems"].append(
-            "the safetensors package is not installed: pip install safetensors"
+        _problem(
+            report,
+            "inspect.safetensors-missing",
+            "warning",
+            "the safetensors package is not installed: pip install safetensors",
         )
     return report
 
 
-def inspect(path: str, python: str, timeout_s: float) -> dict[str, Any]:
+def inspect(
+    path: str, python: str, timeout_s: float, selection: Selection | None = None
+) -> dict[str, Any]:
     run = run_probe(python_argv(python, str(PROBE), str(Path(path).resolve())), timeout_s)
-    return build_report(path, run)
+    return build_report(path, run, selection)
 
 
 def exit_code(report: dict[str, Any]) -> int:

@@ -13,8 +13,10 @@ import click
 from .cli_types import (
     check_writable,
     child_process_options,
+    finding_selection,
     report_format_options,
     resolve_format,
+    selection_decorator,
     write_or_usage_error,
 )
 from .scan.rules import LEVELS, RULES, resolve
@@ -198,13 +200,21 @@ def _sources(files):
 @click.command("inspect")
 @click.argument("checkpoint", type=click.Path(exists=True, dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@selection_decorator
 @child_process_options(
     "Read it with the torch of this Python: an interpreter, a venv or conda directory, "
     "or a command on PATH (default: this one).",
     120.0,
     "Seconds the reading child process may take before it is killed.",
 )
-def inspect_cmd(checkpoint: str, as_json: bool, python: str | None, timeout: float) -> None:
+def inspect_cmd(
+    checkpoint: str,
+    as_json: bool,
+    select: tuple[str, ...],
+    ignore: tuple[str, ...],
+    python: str | None,
+    timeout: float,
+) -> None:
     """Read a torch.save or safetensors file safely and say how to load it here.
 
     Never unpickles anything beyond what torch.load(weights_only=True) allows.
@@ -214,7 +224,8 @@ def inspect_cmd(checkpoint: str, as_json: bool, python: str | None, timeout: flo
 
     from . import checkpoint as ckpt
 
-    report = ckpt.inspect(checkpoint, python or sys.executable, timeout)
+    selection = finding_selection("inspect", select, ignore)
+    report = ckpt.inspect(checkpoint, python or sys.executable, timeout, selection)
     if as_json:
         click.echo(json.dumps(report, indent=2))
     else:
