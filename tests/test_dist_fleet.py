@@ -36,6 +36,7 @@ H100 = "NVIDIA H100 80GB HBM3"
 
 def validate(doc: dict) -> dict:
     jsonschema.validate(doc, FLEET_SCHEMA)
+    jsonschema.validate(doc, REPORT_SCHEMA)  # the envelope and finding every command shares
     for rec in doc["ranks"]:
         if rec["report"]:
             jsonschema.validate(rec["report"], REPORT_SCHEMA)
@@ -105,7 +106,7 @@ def cluster(nodes: int = 8, per_node: int = 8, old_driver_node=None, slow_rank=N
 
 
 def finding(doc: dict, fid: str) -> dict:
-    return next(f for f in doc["findings"] if f["id"] == fid)
+    return next(f for f in doc["results"] if f["id"] == fid)
 
 
 # --------------------------------------------------------------------------- the 64-rank fleet
@@ -398,3 +399,18 @@ def test_a_fleet_that_does_not_add_up_fails(mutate, needle):
     ranks = finding(doc, "fleet.ranks")
     assert ranks["status"] == "fail" and needle in ranks["summary"]
     assert doc["exit_code"] == 1
+
+
+def test_replayed_fleet_findings_are_shared_findings_and_can_be_silenced(tmp_path):
+    doc = fleet.aggregate(cluster(nodes=2, per_node=2, old_driver_node=1), 4)
+    path = tmp_path / "fleet.json"
+    path.write_text(json.dumps(doc))
+    r = run_cli("dist", "--replay", str(path), "--json")
+    replayed = validate(json.loads(r.stdout))
+    failing = {f["id"] for f in replayed["findings"] if f["level"] == "error"}
+    assert "cuda.driver" in failing and replayed["command"] == "dist"
+    node = next(f for f in replayed["findings"] if f["id"] == "cuda.driver")
+    assert node["subject"].startswith("ranks ") and node["doc"].endswith("checks/cuda.driver.md")
+    r = run_cli("dist", "--replay", str(path), "--json", "--ignore", ",".join(failing))
+    quiet = validate(json.loads(r.stdout))
+    assert r.returncode == 0 and quiet["summary"]["silenced"] == len(failing)

@@ -76,7 +76,7 @@ def test_a_rank_that_disagrees_is_flagged_by_host_and_rank():
     )
     assert r.returncode == 1, r.stdout + r.stderr
     doc = json.loads(r.stdout)
-    versions = next(f for f in doc["findings"] if f["id"] == "fleet.versions")
+    versions = next(f for f in doc["results"] if f["id"] == "fleet.versions")
     assert versions["status"] == "fail" and versions["details"]["ranks"] == [1]
     assert f"2.0.0+cpu on rank 1 ({HOST})" in versions["summary"]
 

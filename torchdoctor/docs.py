@@ -51,6 +51,8 @@ def finding_page(finding_id: str) -> str:
         return f"audit/{finding_id}.md"
     if finding_id.startswith("inspect."):
         return f"inspect/{finding_id}.md"
+    if finding_id.startswith("fleet."):
+        return f"fleet/{finding_id}.md"
     return check_page(finding_id)
 
 

@@ -133,6 +133,7 @@ def dist(
                 json.loads(Path(replay).read_text(encoding="utf-8")),
                 slow_ratio=slow_ratio,
                 fail_on=fail_on,
+                selection=selection,
             )
             text = RENDERERS[fmt](doc, verbose, color)  # rendering reads the same recorded fields
         except Exception as exc:

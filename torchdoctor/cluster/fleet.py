@@ -16,14 +16,16 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from .. import __version__
 from ..data import compat
+from ..docs import finding_url
 from ..facts import dig
-from ..findings import normalise_fail_on
+from ..findings import Finding as SharedFinding
+from ..findings import Selection, envelope, level_rank, normalise_fail_on, split
 from ..model import Status
 from .bandwidth import human_bytes
 
-FLEET_SCHEMA_VERSION = 1
+FLEET_SCHEMA_VERSION = 2  # 2: the shared findings envelope (CHANGELOG.md)
+READABLE_FLEET_VERSIONS = (1, 2)  # --replay re-judges the ranks' records of either
 SLOW_RATIO = 0.5  # a rank below this fraction of the fleet median bandwidth is flagged
 COLLECTIVES = ("all_reduce", "all_gather", "broadcast", "barrier")
 
@@ -505,6 +507,7 @@ def aggregate(
     slow_ratio: float = SLOW_RATIO,
     fail_on: str = "error",
     meta: dict[str, Any] | None = None,
+    selection: Selection | None = None,
 ) -> dict[str, Any]:
     """Every rank's record (and the ranks that did not answer) -> the fleet report document."""
     records = sorted(records, key=lambda r: r["rank"])
@@ -523,16 +526,25 @@ def aggregate(
         _bandwidth_finding(records, host_of, slow_ratio),
         *_check_findings(reports, hosts),
     ]
-    counts = Counter(f["status"] for f in findings)
+    results = findings  # every fleet judgement, passes included (the text report's lines)
+    counts = Counter(r["status"] for r in results)
     # --fail-on speaks finding levels (error/warning/note/never) on every command.
     fail_on = normalise_fail_on(fail_on)
-    threshold = {"error": 2, "warning": 1, "note": 1, "never": 3}[fail_on]
+    kept, silenced = split(map(_shared_finding, _not_passing(results)), selection or Selection())
+    levels = [f.level for f in kept]
+    doc = envelope(
+        "dist",
+        kept,
+        silenced=silenced,
+        fail_on=fail_on,
+        summary_extra={s.value: counts.get(s.value, 0) for s in Status},
+        kind="torchdoctor.fleet",
+        status=("pass", "pass", "warn", "fail")[1 + max(map(level_rank, levels), default=-1)],
+    )
+    doc["schema_version"] = FLEET_SCHEMA_VERSION
     return {
-        "schema_version": FLEET_SCHEMA_VERSION,
-        "kind": "torchdoctor.fleet",
-        "tool": {"name": "torchdoctor", "version": __version__},
-        "status": _worst(f["status"] for f in findings).replace("error", "fail"),
-        "exit_code": int(any(Status(f["status"]).rank >= threshold for f in findings)),
+        **doc,
+        "exit_code": doc["summary"]["exit_code"],
         "fail_on": fail_on,
         "world_size": world_size,
         "backend": ",".join(sorted({r.get("backend") or "?" for r in records})) or None,
@@ -546,19 +558,40 @@ def aggregate(
             }
             for h, rs in hosts.items()
         ],
-        "summary": {s.value: counts.get(s.value, 0) for s in Status},
-        "findings": findings,
+        "results": results,
         "ranks": records,
         "missing": missing,
         "meta": meta or {},
     }
 
 
+LEVEL_OF_STATUS = {"warn": "warning", "fail": "error", "error": "error"}
+
+
+def _not_passing(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [r for r in results if r["status"] in LEVEL_OF_STATUS]
+
+
+def _shared_finding(r: dict[str, Any]) -> SharedFinding:
+    """A fleet result that warns or fails, as the finding every command reports."""
+    ranks = (r.get("details") or {}).get("ranks") or []
+    subject = "ranks " + ",".join(map(str, ranks[:16])) if ranks else "fleet"
+    return SharedFinding(
+        id=r["id"],
+        level=LEVEL_OF_STATUS[r["status"]],
+        message=r["summary"],
+        subject=subject,
+        remedies=r.get("remedies", []),
+        details=r.get("details") or {},
+        doc=finding_url(r["id"]),
+    )
+
+
 def reaggregate(doc: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
     """Judge a recorded fleet document again (``torchdoctor dist --replay FILE``)."""
     if not isinstance(doc, dict) or doc.get("kind") != "torchdoctor.fleet":
         raise ValueError("not a torchdoctor fleet report (no kind 'torchdoctor.fleet')")
-    if doc.get("schema_version") != FLEET_SCHEMA_VERSION:
+    if doc.get("schema_version") not in READABLE_FLEET_VERSIONS:
         raise ValueError(
             f"fleet schema_version {doc.get('schema_version')}; this torchdoctor reads "
             f"{FLEET_SCHEMA_VERSION}"
@@ -588,7 +621,7 @@ def rank_status(rec: Record, flagged: dict[int, list[str]]) -> str:
 def flagged_ranks(doc: dict[str, Any]) -> dict[int, list[str]]:
     """rank -> statuses of the findings that name it (details.ranks)."""
     out: dict[int, list[str]] = {}
-    for f in doc["findings"]:
+    for f in doc["results"]:
         for r in (f.get("details") or {}).get("ranks") or []:
             out.setdefault(r, []).append(f["status"])
     return out

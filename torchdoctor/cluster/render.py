@@ -83,8 +83,8 @@ def closing(doc: dict[str, Any]) -> str:
 
 def render_text(doc: dict[str, Any], verbose: bool = False, color: bool = False) -> str:
     lines = [headline(doc), "", table(doc), ""]
-    width = max(len(f["id"]) for f in doc["findings"])
-    for f in doc["findings"]:
+    width = max(len(f["id"]) for f in doc["results"])
+    for f in doc["results"]:
         mark = _paint(MARKS[f["status"]], f["status"], color)
         lines.append(f" {mark} {f['id']:<{width}}  {f['summary']}")
         if verbose:

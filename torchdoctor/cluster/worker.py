@@ -482,6 +482,7 @@ class Worker:
             missing,
             slow_ratio=o.slow_ratio,
             fail_on=o.fail_on,
+            selection=o.selection,
             meta={
                 "launcher": self.launch.launcher,
                 "collective_timeout_s": self.T,
