@@ -1,6 +1,7 @@
 """The command line. Thin on purpose: parse, call one function, exit with the report's code.
 
-Exit codes: 0 nothing at or above the fail level, 1 something is, 2 bad usage, 3 internal error.
+Exit codes: 0 nothing at or above the fail level, 1 something is, 2 bad usage or unusable
+input/output, 3 internal error, 130 interrupted (the README's table has them all).
 Nothing imported at module level touches torch, so ``--version`` and ``list-checks`` stay fast.
 """
 
@@ -13,27 +14,30 @@ import signal
 import sys
 import time
 import traceback
-from pathlib import Path
 from typing import ClassVar
 
 import click
 
 from . import __version__
 from .cli_types import (
+    OutputFailed,
     PythonParam,
     check_selection_options,
     check_writable,
+    emit,
     finding_selection,
     report_format_options,
     resolve_format,
     selected_ids,
     use_color,
-    write_or_usage_error,
+    write_output,
+    write_stdout,
 )
 
 FORMATS = ("text", "json", "markdown", "junit")
 EXIT_USAGE = 2
 EXIT_INTERNAL = 3
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command ended by Ctrl-C
 
 
 class LazyGroup(click.Group):
@@ -156,8 +160,8 @@ def check(
     if facts_file is not None:
         try:
             facts = facts_mod.load(facts_file)
-        except ValueError as exc:
-            raise click.ClickException(f"--facts: {exc}") from exc  # one line, exit 2
+        except ValueError as exc:  # FactsError, or a collect_env text that does not parse
+            raise click.ClickException(f"--facts: {exc}") from None  # one line, exit 2
     else:
         from . import interpreter
 
@@ -180,46 +184,36 @@ def check(
 
         facts = redact_doc(facts)  # before anything is written: the facts file is shared too
     if dump_facts:
-        write_or_usage_error(dump_facts, "--dump-facts", lambda p: facts_mod.dump(facts, p))
+        write_output(dump_facts, "--dump-facts", facts_mod.dumps(facts))
     ctx = Context(expect=expect, smoke=not no_smoke)
     report = engine.diagnose(
         facts, ctx, engine.select(only_ids, skip_ids), fail_on=fail_on, selection=selection
     )
     doc = report.to_dict()
     render = RENDERERS[fmt]
-    click.echo(render(doc, verbose, use_color(sys.stdout) and fmt == "text"), nl=False)
+    emit(render(doc, verbose, use_color(sys.stdout) and fmt == "text"))
     if output:
-        write_or_usage_error(
-            output,
-            "--output",
-            lambda p: Path(p).write_text(render(doc, verbose, False), encoding="utf-8"),
-        )
+        write_output(output, "--output", render(doc, verbose, False))
     raise click.exceptions.Exit(report.exit_code())
 
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point: click's errors keep their codes; anything else is exit 3 in one line."""
     args = sys.argv[1:] if argv is None else argv
-    for stream in (sys.stdout, sys.stderr):
-        # A Windows console redirected to a file is cp1252: never crash on ✓ or —.
-        if hasattr(stream, "reconfigure"):
-            stream.reconfigure(errors="replace")
-    if hasattr(signal, "SIGTERM"):
-        # `docker stop`, a CI timeout: exit through Python so probes are killed at exit.
-        signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     try:
+        _prepare_process()
         rc = cli.main(args=args, prog_name="torchdoctor", standalone_mode=False)
+        if why := _flush_stdout():
+            raise OutputFailed(why)
     except click.ClickException as exc:
         exc.show()
         sys.exit(EXIT_USAGE)
     except click.exceptions.Abort:
-        click.echo("Aborted.", err=True)
-        sys.exit(130)
+        _interrupted("Aborted.")
     except KeyboardInterrupt:
-        click.echo("Interrupted.", err=True)
-        sys.exit(130)
+        _interrupted("Interrupted.")
     except BrokenPipeError:
-        # `torchdoctor check | head`: the reader went away; not our error.
+        # `torchdoctor list-checks | head`: the reader went away; not our error.
         os._exit(0)
     except Exception as exc:  # noqa: BLE001 - never a traceback for a user
         if "-v" in args or "--verbose" in args:
@@ -232,3 +226,24 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(EXIT_INTERNAL)
     # Non-standalone click returns a command's exit code (an int) or its return value.
     sys.exit(rc if isinstance(rc, int) else 0)
+
+
+def _prepare_process() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        # A Windows console redirected to a file is cp1252: never crash on ✓ or —.
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="replace")
+    if hasattr(signal, "SIGTERM"):
+        # `docker stop`, a CI timeout: exit through Python so probes are killed at exit.
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
+
+
+def _flush_stdout() -> str | None:
+    """Output still buffered (list-checks, --version) must fail here, in one line, not at exit."""
+    return write_stdout("") if sys.stdout is not None else None
+
+
+def _interrupted(word: str) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not interrupt the exit
+    click.echo(word, err=True)
+    sys.exit(EXIT_INTERRUPTED)

@@ -6,18 +6,18 @@ Registered on the main group in cli.py; kept here so the core CLI stays small.
 from __future__ import annotations
 
 import contextlib
-from pathlib import Path
 
 import click
 
 from .cli_types import (
     check_writable,
     child_process_options,
+    emit,
     finding_selection,
     report_format_options,
     resolve_format,
     selection_decorator,
-    write_or_usage_error,
+    write_output,
 )
 from .scan.rules import LEVELS, RULES, resolve
 
@@ -124,11 +124,9 @@ def scan_cmd(
         _apply_fixes(result, paths, write=fix and not diff, show=diff)
     render = {"text": render_text, "json": render_json, "sarif": render_sarif}[fmt]
     doc = render(result, fail_on)
-    click.echo(doc, nl=False)
+    emit(doc)
     if output:
-        write_or_usage_error(
-            output, "--output", lambda p: Path(p).write_text(doc, encoding="utf-8")
-        )
+        write_output(output, "--output", doc)
     raise click.exceptions.Exit(exit_code(result, fail_on))
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable
+import sys
 from pathlib import Path
 
 import click
@@ -12,14 +12,59 @@ import click
 from .findings import FAIL_ON, FAIL_ON_ALIASES
 
 
-def write_or_usage_error(path: str, option: str, write: Callable[[str], object]) -> None:
-    """Run ``write(path)``; a failure (disk full, /proc file) is a usage error, exit 2."""
+class OutputFailed(click.ClickException):
+    """A report or facts file that could not be written: one line, exit 2 (see README)."""
+
+    exit_code = 2
+
+
+def write_output(path: str, option: str, text: str) -> None:
+    """Replace FILE with ``text`` atomically; on failure (disk full, read-only) the old file is
+    intact and the user gets one line."""
+    from .safeio import OutputError, atomic_write
+
     try:
-        write(path)
-    except OSError as exc:
-        raise click.BadParameter(
-            f"cannot write {path!r}: {exc.strerror or exc}", param_hint=option
-        ) from exc
+        atomic_write(path, text)
+    except OutputError as exc:
+        raise OutputFailed(f"{option}: {exc}") from None
+
+
+def write_stdout(text: str) -> str | None:
+    """Write ``text`` to stdout and flush it now; why it could not be written, or None.
+
+    A reader that went away (``| head``) is not a failure: the report's exit code still stands.
+    A closed stdout or a full disk behind ``>`` is, since the report was lost.
+    """
+    out = sys.stdout
+    if out is None:  # started with stdout closed (`>&-`)
+        return "cannot write the report: standard output is closed"
+    try:
+        out.write(text)
+        out.flush()
+    except BrokenPipeError:
+        _stdout_to_devnull()
+    except (OSError, ValueError) as exc:  # ENOSPC, EIO, EBADF; ValueError: closed file object
+        _stdout_to_devnull()
+        return (
+            f"cannot write the report to standard output: {getattr(exc, 'strerror', None) or exc}"
+        )
+    return None
+
+
+def emit(text: str) -> None:
+    """The report on stdout, or exit 2 with one line when stdout cannot take it."""
+    if why := write_stdout(text):
+        raise OutputFailed(why)
+
+
+def _stdout_to_devnull() -> None:
+    """Point fd 1 at /dev/null so the buffered rest, flushed at exit, cannot fail again."""
+    try:
+        fd = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(fd, sys.stdout.fileno())
+        os.close(fd)
+    except (OSError, ValueError, AttributeError):
+        pass
 
 
 class FiniteFloat(click.FloatRange):
@@ -62,7 +107,12 @@ def check_writable(path: str | None, option: str) -> None:
 
 def use_color(stream) -> bool:
     # NO_COLOR: "when present and not an empty string" (no-color.org).
-    return stream.isatty() and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
+    return (
+        stream is not None
+        and stream.isatty()
+        and not os.environ.get("NO_COLOR")
+        and os.environ.get("TERM") != "dumb"
+    )
 
 
 def child_process_options(python_help: str, timeout_s: float, timeout_help: str):

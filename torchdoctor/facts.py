@@ -18,7 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from . import __version__, gather_smoke, progress
+from . import __version__, facts_shape, gather_smoke, progress
 from .probes import container, host, nvml, toolchain, torch_probe
 from .probes.runner import ProbeRun, python_argv, run_probe
 from .safeio import InputError, read_text_bounded
@@ -36,11 +36,6 @@ TOOLCHAIN_TIMEOUT_S = 20.0
 
 
 Facts = dict[str, Any]
-# Top-level sections of a facts record; each is a JSON object.
-SECTIONS = (
-    "collected", "env", "nvml", "host", "platform", "packages", "torch", "smoke", "probe",
-    "toolchain", "container", "interpreter",
-)  # fmt: skip
 
 
 def dig(facts: Facts, path: str, default: Any = None) -> Any:
@@ -222,15 +217,24 @@ def _gather(opts: GatherOptions, t0: float, watch: _Watch) -> Facts:
     return facts
 
 
+class FactsError(ValueError):
+    """A facts file that cannot be used; the message is one line for the user."""
+
+
 def load(path: str) -> Facts:
-    """Read a facts file (``-``: stdin), a whole report, or a pasted collect_env report;
-    raises ValueError with a user-facing message when it is none of them."""
+    """Read a facts file (``-``: stdin): bounded, parsed, and checked against its shape.
+
+    A facts file is untrusted input (pasted into an issue, edited by hand): whatever it holds,
+    the result is either facts every check and renderer can trust, or a FactsError.
+    """
     try:
         text = read_text_bounded(path)
     except InputError as exc:
-        raise ValueError(str(exc)) from exc
+        raise FactsError(str(exc)) from None
     try:
         data = json.loads(text)
+    except RecursionError:
+        raise FactsError(f"{path!r} is nested too deeply to be a facts file") from None
     except ValueError as exc:
         from .collect_env import parse  # pasted `python -m torch.utils.collect_env` output
 
@@ -238,23 +242,29 @@ def load(path: str) -> Facts:
         if report is not None:
             return report
         if text.lstrip().startswith(("{", "[")):
-            raise ValueError(f"facts file {path!r} is not valid JSON: {exc}") from exc
+            raise FactsError(f"facts file {path!r} is not valid JSON: {exc}") from None
         where = "standard input" if path == "-" else repr(path)
-        raise ValueError(f"{where} is not a facts/report JSON or a collect_env report") from exc
+        raise FactsError(f"{where} is not a facts/report JSON or a collect_env report") from None
+    return from_json(data, path)
+
+
+def from_json(data: Any, path: str) -> Facts:
+    """Parsed JSON -> checked facts (a whole ``check --json`` report is accepted too)."""
     if isinstance(data, dict) and "facts" in data and "schema_version" in data:
-        data = data["facts"]  # a whole report is accepted too: its facts replay the diagnosis
+        data = data["facts"]  # a whole report: its facts replay the diagnosis
     if not isinstance(data, dict) or "facts_version" not in data:
-        raise ValueError(f"{path!r} is not a torchdoctor facts file (no facts_version)")
-    bad = [k for k in SECTIONS if k in data and not isinstance(data[k], dict)]
-    if bad:
-        raise ValueError(f"{path!r} is not a valid facts file: {', '.join(bad)} must be objects")
+        raise FactsError(f"{path!r} is not a torchdoctor facts file (no facts_version)")
     if data["facts_version"] != FACTS_VERSION:
-        raise ValueError(
-            f"{path!r} has facts_version {data['facts_version']}; "
+        raise FactsError(
+            f"{path!r} has facts_version {str(data['facts_version'])[:20]}; "
             f"this torchdoctor reads version {FACTS_VERSION}"
         )
+    if facts_shape.too_deep(data):
+        raise FactsError(f"{path!r} is nested too deeply to be a facts file")
+    if bad := facts_shape.problem(data):
+        raise FactsError(bad)
     return data
 
 
-def dump(facts: Facts, path: str) -> None:
-    Path(path).write_text(json.dumps(facts, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+def dumps(facts: Facts) -> str:
+    return json.dumps(facts, indent=2, sort_keys=True) + "\n"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
+from typing import Any
 
 import click
 
@@ -12,13 +12,16 @@ from ..cli_types import (
     FiniteFloat,
     check_selection_options,
     check_writable,
+    emit,
     finding_selection,
     report_format_options,
     resolve_format,
     selected_ids,
     use_color,
-    write_or_usage_error,
+    write_output,
 )
+from ..facts_shape import too_deep
+from ..safeio import read_text_bounded
 from . import fleet
 from .bandwidth import parse_sizes
 from .launch import LaunchError, export_for_env_rendezvous, from_env
@@ -41,6 +44,18 @@ def _sizes(ctx: click.Context, param: click.Parameter, value: str | None) -> lis
         return parse_sizes(value) if value else None
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from exc
+
+
+def _replay(path: str, fmt: str, verbose: bool, color: bool, **judge: Any) -> tuple[dict, str]:
+    """A recorded fleet report judged again, and rendered; any fault in it is one line, exit 2."""
+    try:
+        data = json.loads(read_text_bounded(path))
+        if too_deep(data):
+            raise ValueError("it is nested too deeply to be a fleet report")
+        doc = fleet.reaggregate(data, **judge)
+        return doc, RENDERERS[fmt](doc, verbose, color)  # rendering reads recorded fields too
+    except Exception as exc:  # noqa: BLE001 - recorded input of any shape: one line, exit 2
+        raise click.ClickException(f"--replay: cannot replay {path!r}: {exc}") from None
 
 
 @click.command("dist")
@@ -128,24 +143,12 @@ def dist(
     check_writable(output, "--output")
     color = use_color(sys.stdout) and fmt == "text"
     if replay:
-        try:
-            doc = fleet.reaggregate(
-                json.loads(Path(replay).read_text(encoding="utf-8")),
-                slow_ratio=slow_ratio,
-                fail_on=fail_on,
-                selection=selection,
-            )
-            text = RENDERERS[fmt](doc, verbose, color)  # rendering reads the same recorded fields
-        except Exception as exc:
-            raise click.BadParameter(
-                f"cannot replay {replay!r}: {exc}", param_hint="--replay"
-            ) from exc
-        click.echo(text, nl=False)
+        doc, text = _replay(
+            replay, fmt, verbose, color, slow_ratio=slow_ratio, fail_on=fail_on, selection=selection
+        )
+        emit(text)
         if output:
-            doc_json = RENDERERS["json"](doc, False, False)
-            write_or_usage_error(
-                output, "--output", lambda p: Path(p).write_text(doc_json, encoding="utf-8")
-            )
+            write_output(output, "--output", RENDERERS["json"](doc, False, False))
         raise click.exceptions.Exit(doc["exit_code"])
     try:
         launch = from_env()

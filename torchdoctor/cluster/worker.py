@@ -31,8 +31,10 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
+from ..cli_types import write_stdout
 from ..facts import GatherOptions
 from ..findings import Selection
+from ..safeio import OutputError, atomic_write
 from . import bandwidth as bw
 from . import fleet
 from .launch import Launch
@@ -117,6 +119,7 @@ class Worker:
         self.ctl: Any = None  # a gloo group for control traffic (monitored_barrier, the exit code)
         self.device: Any = None
         self.reported = False  # rank 0 prints one fleet report, even if a later step fails
+        self.output_failed = False  # the report could not be written: exit 2 (README)
         self.record: dict[str, Any] = {
             "rank": launch.rank,
             "local_rank": launch.local_rank,
@@ -493,16 +496,17 @@ class Worker:
                 },
             },
         )
-        sys.stdout.write(RENDERERS[o.fmt](doc, o.verbose, o.color and o.fmt == "text"))
-        sys.stdout.flush()
-        if o.output:
+        # A report that could not be delivered is exit 2 for this rank (one line, old file
+        # intact), but the fleet's exit code is still shared: the other ranks are waiting on it.
+        failed = write_stdout(RENDERERS[o.fmt](doc, o.verbose, o.color and o.fmt == "text"))
+        if o.output and not failed:
             try:
-                with open(o.output, "w", encoding="utf-8") as fh:
-                    fh.write(RENDERERS["json"](doc, False, False))
-            except OSError as exc:
-                print(
-                    f"torchdoctor dist: cannot write {o.output!r}: {exc.strerror}", file=sys.stderr
-                )
+                atomic_write(o.output, RENDERERS["json"](doc, False, False))
+            except OutputError as exc:
+                failed = f"--output: {exc}"
+        if failed:
+            print(f"torchdoctor dist: {failed}", file=sys.stderr)
+            self.output_failed = True
         return doc
 
     def partial(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -578,7 +582,11 @@ class Worker:
 def run(opts: DistOptions, launch: Launch) -> None:
     """Run this rank and leave with its exit code; os._exit, since a stuck collective thread
     would otherwise keep the interpreter alive."""
-    code = Worker(opts, launch).main()
-    sys.stdout.flush()
-    sys.stderr.flush()
+    worker = Worker(opts, launch)
+    code = worker.main()
+    if worker.output_failed:
+        code = 2
+    with contextlib.suppress(OSError, ValueError):
+        sys.stdout.flush()
+        sys.stderr.flush()
     os._exit(code)

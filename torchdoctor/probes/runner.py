@@ -213,7 +213,7 @@ def run_probe(
 
     t0 = run.since = time.monotonic()
     with tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace") as err:
-        kwargs: dict[str, Any] = {}
+        kwargs: dict[str, Any] = {"cwd": child_cwd()}
         if os.name == "posix":
             kwargs["start_new_session"] = True
         else:  # pragma: no cover - Windows
@@ -276,6 +276,16 @@ def run_probe(
     else:
         run.status = "ok"
     return run
+
+
+def child_cwd() -> str | None:
+    """None (inherit ours), or the root directory when ours was deleted: a child started in a
+    deleted directory can fail to load torch (oneMKL aborts), a false "torch cannot be imported"."""
+    try:
+        os.getcwd()
+    except OSError:
+        return os.path.abspath(os.sep)
+    return None
 
 
 def python_argv(python: str, script: str, *args: str) -> list[str]:
