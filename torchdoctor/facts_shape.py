@@ -17,6 +17,7 @@ hundred values of a facts record.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 # Nesting deeper than this is no torchdoctor record (ours are < 10 deep), and unbounded depth
@@ -31,8 +32,31 @@ class Map:
         self.value = value
 
 
+class Req:
+    """A field the checks index directly: when its object is there, it must be, and not null."""
+
+    def __init__(self, shape: Any) -> None:
+        self.shape = shape
+
+
+class Match:
+    """A string the checks parse (a version): it must start like ``pattern``."""
+
+    def __init__(self, pattern: str, example: str) -> None:
+        self.regex = re.compile(pattern)
+        self.example = example
+
+
+class Len:
+    """A list of exactly ``n`` items (a compute capability is [major, minor])."""
+
+    def __init__(self, shape: list, n: int) -> None:
+        self.shape, self.n = shape, n
+
+
 Num = (int, float)  # JSON has one number type: 3 and 3.0 are both valid for a number field
 Str, Int, Bool = str, int, bool
+CAPABILITY = Len([Int], 2)
 STRS = [Str]
 # probe error records (torch.error, torch.stage_errors.*)
 ERROR = {"type": Str, "message": Str, "traceback": Str}
@@ -62,7 +86,7 @@ SHAPE: dict[str, Any] = {
         "device_count": Int,
         "devices": [{
             "index": Int, "name": Str, "uuid": Str, "serial": Str, "pci_bus_id": Str,
-            "capability": [Int], "memory_total_bytes": Int, "memory_used_bytes": Int,
+            "capability": CAPABILITY, "memory_total_bytes": Int, "memory_used_bytes": Int,
             "mig_mode": Int,
             "pcie": {"gen_current": Int, "gen_max": Int, "width_current": Int, "width_max": Int},
         }],
@@ -74,13 +98,13 @@ SHAPE: dict[str, Any] = {
         "nvidia": {"dev_nodes": STRS, "proc_driver_version": Str, "uvm_loaded": Bool},
     },
     "platform": {
-        "system": Str, "release": Str, "machine": Str, "python_version": Str,
+        "system": Str, "release": Str, "machine": Str, "python_version": Req(Match(r"\d+\.\d+", "3.11.7")),
         "python_implementation": Str, "python_bits": Int, "executable": Str, "prefix": Str,
         "base_prefix": Str, "in_venv": Bool, "conda_prefix": Str, "wsl": Bool, "libc": Str,
         "mac_ver": Str, "rosetta": Bool, "user_site": Str, "user_site_enabled": Bool,
     },
     "packages": {
-        "distributions": Map({"version": Str, "location": Str, "requires": STRS}),
+        "distributions": Map({"version": Req(Str), "location": Str, "requires": STRS}),
         "torch_distributions": [{"version": Str, "location": Str}],
         "nvidia_wheels": Map(Str),
         "cuda_sizes": Map(Num),
@@ -99,13 +123,13 @@ SHAPE: dict[str, Any] = {
         "cuda": {
             "available": Bool, "device_count": Int, "warnings": STRS,
             "devices": [{
-                "index": Int, "name": Str, "capability": [Int], "total_memory_bytes": Int,
+                "index": Int, "name": Str, "capability": CAPABILITY, "total_memory_bytes": Int,
                 "multi_processor_count": Int, "uuid": Str, "gcn_arch_name": Str,
             }],
         },
         "cuda_init": {
             "init_s": Num,
-            "memory": [{"index": Int, "free_bytes": Int, "total_bytes": Int, "context_s": Num}],
+            "memory": [{"index": Req(Int), "free_bytes": Int, "total_bytes": Int, "context_s": Num}],
         },
         "mps": {"available": Bool, "built": Bool},
         "rocm": {"hip": Str, "hsa_override_gfx_version": Str, "nodes": NODES},
@@ -114,11 +138,11 @@ SHAPE: dict[str, Any] = {
             "platform": Str, "torch_dir": Str, "maps_available": Bool, "config": STRS,
             "cudnn": {"compiled": [Int], "runtime": [Int]},
             "loaded": [{
-                "path": Str, "realpath": Str, "component": Str, "origin": Str, "version": Str,
+                "path": Req(Str), "realpath": Str, "component": Str, "origin": Str, "version": Str,
                 "wheel": Str,
             }],
             "ld_preload": [{"path": Str, "component": Str}],
-            "ld_library_path": [{"dir": Str, "real": Str, "exists": Bool, "libs": STRS}],
+            "ld_library_path": [{"dir": Req(Str), "real": Str, "exists": Bool, "libs": STRS}],
             "nvidia_wheel_files": Map({"libs": Int, "missing": STRS, "version": Str}),
         },
     },
@@ -129,11 +153,13 @@ SHAPE: dict[str, Any] = {
             "device": Str,
             "compute": {"ok": Bool, "dtypes": Map(DTYPE_RESULT)},
             "transfer": {
-                "h2d_pinned_gbps": Num, "h2d_pageable_gbps": Num, "d2h_pinned_gbps": Num,
-                "d2h_pageable_gbps": Num, "roundtrip_pinned_exact": Bool,
+                "h2d_pinned_gbps": Req(Num), "h2d_pageable_gbps": Req(Num),
+                "d2h_pinned_gbps": Req(Num), "d2h_pageable_gbps": Req(Num), "roundtrip_pinned_exact": Bool,
                 "roundtrip_pageable_exact": Bool, "sizes": {},
             },
-            "memory": {"block_mib": Num, "returned_mib": Num, "sync_us": Num, "empty_cache_us": Num},
+            "memory": {
+                "block_mib": Req(Num), "returned_mib": Req(Num), "sync_us": Num, "empty_cache_us": Num,
+            },
         }),
         "failures": Map({"kind": Str, "type": Str, "message": Str}),
         "peers": Map({}),
@@ -205,12 +231,28 @@ def _fits(value: Any, shape: Any, nullable: bool) -> bool:
 
 
 def _check(value: Any, shape: Any, where: str, nullable: bool = True) -> str | None:
+    if isinstance(shape, Req):
+        shape, nullable = shape.shape, False
+    if isinstance(shape, Match):
+        if value is None and nullable:
+            return None
+        if not isinstance(value, str) or not shape.regex.match(value):
+            got = repr(value)[:40] if isinstance(value, str) else type_name(value)
+            return f"field {where!r} must be a version like {shape.example!r}, got {got}"
+        return None
+    if isinstance(shape, Len):
+        if isinstance(value, list) and len(value) != shape.n:
+            return f"field {where!r} must hold {shape.n} items, got {len(value)}"
+        shape = shape.shape
     if not _fits(value, shape, nullable):
         return f"field {where!r} must be {_expected(shape)}, got {type_name(value)}"
     if isinstance(shape, dict):
         for key, sub in shape.items():
-            if key in value and (bad := _check(value[key], sub, _join(where, key))):
-                return bad
+            if key in value:
+                if bad := _check(value[key], sub, _join(where, key)):
+                    return bad
+            elif isinstance(sub, Req):
+                return f"field {_join(where, key)!r} is missing"
     elif isinstance(shape, Map):
         for key, item in value.items():
             if bad := _check(item, shape.value, _join(where, key)):
