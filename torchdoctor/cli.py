@@ -208,10 +208,8 @@ def main(argv: list[str] | None = None) -> None:
     except click.ClickException as exc:
         exc.show()
         sys.exit(EXIT_USAGE)
-    except click.exceptions.Abort:
-        _interrupted("Aborted.")
-    except KeyboardInterrupt:
-        _interrupted("Interrupted.")
+    except (Interrupted, KeyboardInterrupt, click.exceptions.Abort):
+        _interrupted()
     except BrokenPipeError:
         # `torchdoctor list-checks | head`: the reader went away; not our error.
         os._exit(0)
@@ -228,7 +226,17 @@ def main(argv: list[str] | None = None) -> None:
     sys.exit(rc if isinstance(rc, int) else 0)
 
 
+class Interrupted(BaseException):
+    """Ctrl-C, raised by our SIGINT handler: click turns a KeyboardInterrupt into a blank line and
+    "Aborted!", and we want one line and exit 130 whenever it comes."""
+
+
+def _on_sigint(signum, frame) -> None:
+    raise Interrupted
+
+
 def _prepare_process() -> None:
+    signal.signal(signal.SIGINT, _on_sigint)
     for stream in (sys.stdout, sys.stderr):
         # A Windows console redirected to a file is cp1252: never crash on ✓ or —.
         if hasattr(stream, "reconfigure"):
@@ -243,7 +251,7 @@ def _flush_stdout() -> str | None:
     return write_stdout("") if sys.stdout is not None else None
 
 
-def _interrupted(word: str) -> None:
+def _interrupted() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not interrupt the exit
-    click.echo(word, err=True)
+    click.echo("Interrupted.", err=True)
     sys.exit(EXIT_INTERRUPTED)
