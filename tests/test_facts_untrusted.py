@@ -14,6 +14,7 @@ import copy
 import io
 import json
 import os
+import signal
 import subprocess
 import sys
 
@@ -98,11 +99,15 @@ def run_main(args: list[str]) -> tuple[int, str, str]:
     """torchdoctor's own entry point, in-process (fast enough to fuzz): code, stdout, stderr."""
     out, err = io.StringIO(), io.StringIO()
     code = None
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
             main(args)
         except SystemExit as exc:
             code = exc.code
+        finally:  # main sets the process's signal handlers, as it should for a process
+            for sig, handler in handlers.items():
+                signal.signal(sig, handler)
     return code, out.getvalue(), err.getvalue()
 
 

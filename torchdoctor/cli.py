@@ -201,10 +201,14 @@ def main(argv: list[str] | None = None) -> None:
     """Entry point: click's errors keep their codes; anything else is exit 3 in one line."""
     args = sys.argv[1:] if argv is None else argv
     try:
-        _prepare_process()
-        rc = cli.main(args=args, prog_name="torchdoctor", standalone_mode=False)
-        if why := _flush_stdout():
-            raise OutputFailed(why)
+        try:
+            _prepare_process()
+            rc = cli.main(args=args, prog_name="torchdoctor", standalone_mode=False)
+            if why := _flush_stdout():
+                raise OutputFailed(why)
+        finally:
+            # Done, or reporting why not: a Ctrl-C now must not cut that short with a traceback.
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
     except click.ClickException as exc:
         exc.show()
         sys.exit(EXIT_USAGE)
@@ -252,6 +256,5 @@ def _flush_stdout() -> str | None:
 
 
 def _interrupted() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not interrupt the exit
     click.echo("Interrupted.", err=True)
     sys.exit(EXIT_INTERRUPTED)
