@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -57,3 +59,22 @@ def _report_schema() -> dict:
 
 # The one published schema every command's JSON validates against (torchdoctor.findings).
 REPORT_SCHEMA = _report_schema()
+
+
+@functools.cache
+def private_tmpfs_unavailable() -> str | None:
+    """Why a tmpfs cannot be mounted in a private mount namespace here (None: it can), for tests
+    that need a real filesystem of their own: a full disk, a small /dev/shm."""
+    if os.name != "posix" or os.geteuid() != 0:
+        return "needs root to mount a tmpfs in a new mount namespace"
+    if not shutil.which("unshare"):
+        return "unshare (util-linux) is not installed"
+    probe = subprocess.run(
+        ["unshare", "-m", "sh", "-c", "mount -t tmpfs -o size=64k tmpfs /dev/shm"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    if probe.returncode != 0:
+        return f"this machine refuses a private mount namespace: {probe.stderr.strip()[:200]}"
+    return None

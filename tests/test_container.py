@@ -21,7 +21,7 @@ from torchdoctor.probes import container as probe
 from torchdoctor.probes import dist_sizes
 from torchdoctor.probes.host import cgroup_limits, selected_env
 
-from .conftest import REPO, load_facts, needs_torch, run_cli
+from .conftest import REPO, load_facts, needs_torch, private_tmpfs_unavailable, run_cli
 
 MIB = 1024**2
 GIB = 1024**3
@@ -478,24 +478,8 @@ def test_cli_reports_this_machines_container_and_shm():
         assert c["summary"].startswith("Docker container (/.dockerenv exists")
 
 
-def _unshare_works() -> str | None:
-    if os.geteuid() != 0:
-        return "needs root to mount a tmpfs in a new mount namespace"
-    if not shutil.which("unshare"):
-        return "unshare (util-linux) is not installed"
-    probe_run = subprocess.run(
-        ["unshare", "-m", "sh", "-c", "mount -t tmpfs -o size=1m tmpfs /dev/shm"],
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
-    if probe_run.returncode != 0:
-        return f"this machine refuses a private mount namespace: {probe_run.stderr.strip()}"
-    return None
-
-
 def test_small_shm_in_a_mount_namespace_warns_with_the_fix():
-    reason = _unshare_works()
+    reason = private_tmpfs_unavailable()
     if reason:
         pytest.skip(reason)
     cmd = (

@@ -10,16 +10,14 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import shutil
 import subprocess
 import sys
-from functools import cache
 
 import pytest
 
 from torchdoctor.cluster import fleet
 
-from .conftest import FACTS_DIR, REPO
+from .conftest import FACTS_DIR, REPO, private_tmpfs_unavailable
 from .test_dist_fleet import cluster
 
 FACTS = str(FACTS_DIR / "gpu_too_old.json")  # a failing report: exit 1 when all goes well
@@ -27,27 +25,10 @@ TD = f"{shlex.quote(sys.executable)} -m torchdoctor"
 OLD = "the previous report, which must survive\n"
 
 
-@cache
-def full_fs_unavailable() -> str | None:
-    """Why a full tmpfs cannot be made here (None: it can)."""
-    if os.name != "posix" or os.geteuid() != 0:
-        return "needs root to mount a tmpfs"
-    if not shutil.which("unshare"):
-        return "needs unshare(1)"
-    probe = subprocess.run(
-        ["unshare", "-m", "sh", "-c", "mount -t tmpfs -o size=64k tmpfs /mnt && umount /mnt"],
-        capture_output=True,
-        text=True,
-    )
-    if probe.returncode != 0:
-        return f"cannot mount a tmpfs in a mount namespace: {probe.stderr.strip()[:200]}"
-    return None
-
-
 def on_full_disk(tmp_path, command: str) -> tuple[int, str, str, list[str]]:
     """Run ``command`` (sh; $FULL is a full 64 KiB tmpfs holding report.txt = OLD) and return
     its exit code, its stderr, report.txt's content afterwards and what $FULL holds."""
-    if why := full_fs_unavailable():
+    if why := private_tmpfs_unavailable():
         pytest.skip(why)
     full = tmp_path / "full"
     full.mkdir()
