@@ -55,7 +55,8 @@ def _replay(path: str, fmt: str, verbose: bool, color: bool, **judge: Any) -> tu
         doc = fleet.reaggregate(data, **judge)
         return doc, RENDERERS[fmt](doc, verbose, color)  # rendering reads recorded fields too
     except Exception as exc:  # noqa: BLE001 - recorded input of any shape: one line, exit 2
-        raise click.ClickException(f"--replay: cannot replay {path!r}: {exc}") from None
+        why = f"a record lacks the field {exc.args[0]!r}" if isinstance(exc, KeyError) else exc
+        raise click.ClickException(f"--replay: cannot replay {path!r}: {why}") from None
 
 
 @click.command("dist")
