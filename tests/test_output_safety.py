@@ -17,7 +17,7 @@ import pytest
 
 from torchdoctor.cluster import fleet
 
-from .conftest import FACTS_DIR, REPO, private_tmpfs_unavailable
+from .conftest import FACTS_DIR, REPO, needs_torch, private_tmpfs_unavailable
 from .test_dist_fleet import cluster
 
 FACTS = str(FACTS_DIR / "gpu_too_old.json")  # a failing report: exit 1 when all goes well
@@ -109,3 +109,18 @@ def test_reader_that_goes_away_keeps_the_verdict_exit_code():
     )
     assert proc.stdout.endswith("rc=1\n"), proc.stdout
     assert proc.stderr == ""
+
+
+@needs_torch
+@pytest.mark.slow
+def test_dist_rank_0_output_on_a_full_disk_keeps_the_old_file_and_exits_2(tmp_path):
+    """The live fleet report (rank 0 under torchrun) goes through the same atomic write."""
+    command = (
+        f"{shlex.quote(sys.executable)} -m torch.distributed.run --standalone --nproc-per-node=1 "
+        '-m torchdoctor dist --no-checks --no-bandwidth -o "$FULL/report.txt" > /dev/null'
+    )
+    rc, err, after, listing = on_full_disk(tmp_path, command)
+    assert rc != 0
+    assert "torchdoctor dist: --output: cannot write" in err and "No space left on device" in err
+    assert "exitcode  : 2" in err  # torchrun's summary of rank 0
+    assert after == OLD and sorted(listing) == ["filler", "report.txt"]
