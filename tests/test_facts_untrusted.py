@@ -142,6 +142,8 @@ def test_fuzzed_facts_never_crash_a_renderer(scratch, fmt, doc, verbose):
         (lambda f: f["nvml"]["devices"][0].update(capability=[9]), "'nvml.devices[0].capability' must hold 2 items"),
         (lambda f: f["platform"].update(python_version="three"), "must be a version like '3.11.7'"),
         (lambda f: f["env"].update(CUDA_VISIBLE_DEVICES=0), "field 'env.CUDA_VISIBLE_DEVICES' must be a string"),
+        (lambda f: f["torch"]["build"].update(cuda="twelve"), "'torch.build.cuda' must be a version like '12.4'"),
+        (lambda f: f["nvml"]["devices"][0].pop("index"), "field 'nvml.devices[0].index' is missing"),
     ],
 )  # fmt: skip
 def test_malformed_field_is_named_in_one_line_exit_2(tmp_path, mutate, message):
@@ -165,6 +167,14 @@ def test_string_where_an_object_is_expected_was_exit_3_in_text_and_markdown(tmp_
     proc = run_cli("check", "--facts", str(p), "--format", fmt)
     assert proc.returncode == 2
     assert proc.stderr == "Error: --facts: field 'torch.build' must be an object, got string\n"
+
+
+@pytest.mark.parametrize("number", ["NaN", "Infinity", "-Infinity", "1e999"])
+def test_non_finite_numbers_are_not_json_and_are_refused(tmp_path, number):
+    p = tmp_path / "f.json"
+    p.write_text('{"facts_version": 1, "host": {"cgroup": {"cpu_quota": ' + number + "}}}")
+    code, _, err = run_main(["check", "--facts", str(p)])
+    assert code == 2 and "is not valid JSON" in err and err.count("\n") == 1
 
 
 def test_every_fixture_fits_the_shape():

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import sys
 import threading
@@ -232,7 +233,7 @@ def load(path: str) -> Facts:
     except InputError as exc:
         raise FactsError(str(exc)) from None
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_constant=_not_a_number, parse_float=_finite)
     except RecursionError:
         raise FactsError(f"{path!r} is nested too deeply to be a facts file") from None
     except ValueError as exc:
@@ -246,6 +247,17 @@ def load(path: str) -> Facts:
         where = "standard input" if path == "-" else repr(path)
         raise FactsError(f"{where} is not a facts/report JSON or a collect_env report") from None
     return from_json(data, path)
+
+
+def _not_a_number(name: str) -> float:
+    raise ValueError(f"{name} is not a JSON number")  # Python's json accepts it; checks cannot
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text} is out of range")
+    return value
 
 
 def from_json(data: Any, path: str) -> Facts:

@@ -57,6 +57,7 @@ class Len:
 Num = (int, float)  # JSON has one number type: 3 and 3.0 are both valid for a number field
 Str, Int, Bool = str, int, bool
 CAPABILITY = Len([Int], 2)
+MAJOR_MINOR = Match(r"\d+\.\d+", "12.4")  # CUDA versions the checks compare
 STRS = [Str]
 # probe error records (torch.error, torch.stage_errors.*)
 ERROR = {"type": Str, "message": Str, "traceback": Str}
@@ -82,10 +83,10 @@ SHAPE: dict[str, Any] = {
     },
     "env": Map(Str),
     "nvml": {
-        "status": Str, "error": Str, "driver_version": Str, "cuda_driver_version": Int,
+        "status": Str, "error": Str, "driver_version": Match(r"\d+", "580.65.06"), "cuda_driver_version": Int,
         "device_count": Int,
         "devices": [{
-            "index": Int, "name": Str, "uuid": Str, "serial": Str, "pci_bus_id": Str,
+            "index": Req(Int), "name": Str, "uuid": Str, "serial": Str, "pci_bus_id": Str,
             "capability": CAPABILITY, "memory_total_bytes": Int, "memory_used_bytes": Int,
             "mig_mode": Int,
             "pcie": {"gen_current": Int, "gen_max": Int, "width_current": Int, "width_max": Int},
@@ -114,7 +115,7 @@ SHAPE: dict[str, Any] = {
         "error": ERROR,
         "stage_errors": Map(ERROR),
         "build": {
-            "variant": Str, "cuda": Str, "hip": Str, "cudnn": Int, "nccl": Str,
+            "variant": Req(Str), "cuda": MAJOR_MINOR, "hip": Str, "cudnn": Int, "nccl": Str,
             "arch_list": STRS, "cpu_capability": Str, "git_version": Str, "num_threads": Int,
             "num_interop_threads": Int, "cxx11_abi": Bool, "debug": Bool, "distributed": Bool,
             "gloo_available": Bool, "nccl_available": Bool, "mkl": Bool, "mkldnn": Bool,
@@ -123,7 +124,7 @@ SHAPE: dict[str, Any] = {
         "cuda": {
             "available": Bool, "device_count": Int, "warnings": STRS,
             "devices": [{
-                "index": Int, "name": Str, "capability": CAPABILITY, "total_memory_bytes": Int,
+                "index": Req(Int), "name": Str, "capability": CAPABILITY, "total_memory_bytes": Int,
                 "multi_processor_count": Int, "uuid": Str, "gcn_arch_name": Str,
             }],
         },
@@ -158,7 +159,8 @@ SHAPE: dict[str, Any] = {
                 "roundtrip_pageable_exact": Bool, "sizes": {},
             },
             "memory": {
-                "block_mib": Req(Num), "returned_mib": Req(Num), "sync_us": Num, "empty_cache_us": Num,
+                "block_mib": Req(Num), "returned_mib": Req(Num), "sync_us": Req(Num),
+                "empty_cache_us": Num,
             },
         }),
         "failures": Map({"kind": Str, "type": Str, "message": Str}),
@@ -175,7 +177,7 @@ SHAPE: dict[str, Any] = {
         "status": Str, "nvcc": TOOL, "cxx": TOOL, "ninja": TOOL,
         "cuda_home": {"path": Str, "source": Str, "exists": Bool, "has_headers": Bool},
         "rocm_home": Str,
-        "toolkits": [{"path": Str, "release": Str, "has_headers": Bool}],
+        "toolkits": [{"path": Str, "release": Req(MAJOR_MINOR), "has_headers": Bool}],
     },
     "interpreter": {
         "python": Str, "source": Str, "reason": Str, "own": Str, "note": Str,
