@@ -25,33 +25,49 @@ def python_cmd(facts: Facts) -> str:
     return f"{shlex.quote(exe)} -m pip" if exe else "python -m pip"
 
 
+# Companions built against one torch release (C++ ABI): reinstalled with torch, pinned exactly.
+PAIRED = ("torchvision", "torchaudio", "torchtext")
+# Packages that carry a CUDA local tag (+cu128) on the wheel indexes.
+TAGGED = ("torch", "torchvision", "torchaudio")
+
+
 def installed_family(facts: Facts) -> list[str]:
     """torch plus the companions that are installed and must come from the same index."""
     dists = dig(facts, "packages.distributions", {})
-    return ["torch"] + [p for p in ("torchvision", "torchaudio") if p in dists]
+    return ["torch"] + [p for p in PAIRED if p in dists]
 
 
-def pinned_family(facts: Facts, release: str | None = None) -> list[str]:
-    """Requirement strings for torch and its installed companions, pinned so a fix never moves
-    torch to another release by accident: this exact version, or ``release`` when it must."""
-    version = compat.public_version(dig(facts, "torch.version")) or dig(
-        facts, "packages.distributions.torch.version"
-    )
+def torch_version_of(facts: Facts) -> str | None:
+    return dig(facts, "torch.version") or dig(facts, "packages.distributions.torch.version")
+
+
+def pinned_family(
+    facts: Facts, release: str | None = None, variant: str | None = None
+) -> list[str]:
+    """Exact requirement strings for torch and its installed companions, so a fix never moves
+    torch to another release by accident: this exact version, or ``release``'s newest patch.
+    A companion with no release for that torch is left out (installing it would move torch)."""
+    version = compat.public_version(torch_version_of(facts))
     current = compat.torch_minor(version)
     release = release or current
+    exact = version if release == current and version else compat.latest_patch(release or "")
+    tagged = bool(variant and release and compat.index_args(release, variant)[1])
     pins = []
     for pkg in installed_family(facts):
-        if pkg == "torch":
-            pins.append(
-                f"torch=={compat.public_version(version)}"
-                if release == current and version
-                else f"torch=={release}.*"
-            )
-        elif release and compat.companion_minor(pkg, release):
-            pins.append(f"{pkg}=={compat.companion_minor(pkg, release)}.*")
-        else:
-            pins.append(pkg)
-    return [shlex.quote(p) for p in pins]
+        pin = exact if pkg == "torch" else compat.companion_version(pkg, exact)
+        if not pin:
+            continue
+        tag = f"+{variant}" if tagged and pkg in TAGGED else ""
+        pins.append(shlex.quote(f"{pkg}=={pin}{tag}"))
+    return pins
+
+
+def unpaired_companions(facts: Facts, release: str | None = None) -> list[str]:
+    """Installed companions that have no release built for ``release`` (torchaudio on 2.12+)."""
+    release = release or compat.torch_minor(torch_version_of(facts))
+    return [
+        p for p in installed_family(facts)[1:] if release and not compat.companion_minor(p, release)
+    ]
 
 
 def current_variant(facts: Facts) -> str | None:
@@ -69,42 +85,59 @@ def current_variant(facts: Facts) -> str | None:
 def install_command(
     facts: Facts, variant: str, release: str | None = None, force: bool = True
 ) -> str:
-    """pip install of torch and its installed companions, pinned, from one wheel index."""
-    pkgs = " ".join(pinned_family(facts, release))
-    url = compat.INDEX_URL.format(variant=variant)
+    """pip install of torch and its installed companions, pinned exactly, from one wheel index."""
+    release = release or compat.torch_minor(torch_version_of(facts)) or compat.newest_release()
+    pkgs = " ".join(pinned_family(facts, release, variant))
+    index, _ = compat.index_args(release, variant)
     flag = " --force-reinstall" if force else ""
-    return f"{python_cmd(facts)} install{flag} {pkgs} --index-url {url}"
+    return f"{python_cmd(facts)} install{flag} {pkgs} {index}"
 
 
 def reinstall_torch(facts: Facts, variant: str, why: str, release: str | None = None) -> Remedy:
     """Reinstall torch (and its installed companions) from one wheel index, versions pinned."""
-    which = f"torch {release}" if release else "torch"
+    which = f"torch {compat.latest_patch(release)}" if release else "torch"
     companions = " and its companions" if len(installed_family(facts)) > 1 else ""
-    return Remedy(
-        f"{why} Reinstall {which}{companions} from the {variant} index so they match each other.",
-        (install_command(facts, variant, release),),
-    )
+    text = f"{why} Reinstall {which}{companions} from the {variant} index so they match each other."
+    commands = [install_command(facts, variant, release)]
+    orphans = unpaired_companions(facts, release)
+    if orphans:
+        text += f" No {' or '.join(orphans)} release is built for that torch: remove it."
+        commands.insert(0, f"{python_cmd(facts)} uninstall -y {' '.join(orphans)}")
+    return Remedy(text, tuple(commands))
+
+
+def gpu_capabilities(facts: Facts) -> list[tuple[int, int]]:
+    return [tuple(g["capability"]) for g in nvml_gpus(facts) if g.get("capability")]
 
 
 def wheel_for(
-    facts: Facts, capabilities: list[tuple[int, int]] | None = None
+    facts: Facts, capabilities: list[tuple[int, int]] | None = None, any_driver: bool = False
 ) -> compat.WheelChoice | None:
-    """The CUDA wheel the detected driver serves and whose arch list covers the GPUs."""
+    """The CUDA wheel the detected driver serves (any driver with ``any_driver``: what to install
+    after a driver upgrade), whose arch list covers the GPUs and that has a wheel for this Python."""
     if capabilities is None:
-        capabilities = [tuple(g["capability"]) for g in nvml_gpus(facts) if g.get("capability")]
-    version = dig(facts, "torch.version") or dig(facts, "packages.distributions.torch.version")
-    return compat.pick_wheel(version, dig(facts, "nvml.driver_version"), capabilities)
+        capabilities = gpu_capabilities(facts)
+    driver = None if any_driver else dig(facts, "nvml.driver_version")
+    python = dig(facts, "platform.python_version")
+    return compat.pick_wheel(torch_version_of(facts), driver, capabilities, python)
 
 
 def install_wheel(facts: Facts, choice: compat.WheelChoice, why: str) -> Remedy:
     """reinstall_torch for a WheelChoice: same release when it fits, else the one that does."""
-    current = compat.torch_minor(
-        dig(facts, "torch.version") or dig(facts, "packages.distributions.torch.version")
-    )
+    current = compat.torch_minor(torch_version_of(facts))
     release = None if choice.release == current else choice.release
     caveat = " (through minor-version compatibility)" if choice.support == "minor_compat" else ""
     return reinstall_torch(
         facts, choice.variant, f"{why} The {choice.variant} build fits{caveat}.", release
+    )
+
+
+def upgrade_driver(need: str | None, then: str = "") -> Remedy:
+    """Driver upgrades are distribution-specific; the command after it confirms the version."""
+    return Remedy(
+        f"Upgrade the NVIDIA driver to {need or 'a newer release'} or later (Ubuntu: "
+        f"`sudo ubuntu-drivers install`; elsewhere your distribution's driver package){then}.",
+        ("nvidia-smi",),
     )
 
 

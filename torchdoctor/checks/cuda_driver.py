@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..data import compat
 from ..facts import Facts, dig
 from ..model import Remedy, Status, Verdict, verdict
-from .common import Context, install_wheel, wheel_for
+from .common import Context, install_wheel, upgrade_driver, wheel_for
 
 ID = "cuda.driver"
 TITLE = "NVIDIA driver vs the wheel's CUDA"
@@ -56,11 +56,7 @@ def check(facts: Facts, ctx: Context) -> Verdict:
     fix_wheel = (
         [install_wheel(facts, choice, "Or keep this driver.")] if choice and not same else []
     )
-    upgrade = Remedy(
-        f"Upgrade the NVIDIA driver to {need or 'a newer release'} or later (Ubuntu: "
-        "`sudo ubuntu-drivers install`; elsewhere your distribution's driver package).",
-        ("nvidia-smi",),
-    )
+    upgrade = upgrade_driver(need)
     if support == "minor_compat":
         return verdict(
             Status.WARN,

@@ -8,7 +8,7 @@ from typing import Any
 from ..data import compat
 from ..facts import Facts, dig
 from ..model import Remedy, Status, Verdict, verdict
-from . import other_pythons
+from . import companions, other_pythons
 from .common import (
     Context,
     current_variant,
@@ -16,7 +16,6 @@ from .common import (
     installed_family,
     nvml_gpus,
     python_cmd,
-    reinstall_torch,
     wheel_for,
 )
 
@@ -120,51 +119,6 @@ def _import_error(facts: Facts) -> Verdict:
     return verdict(
         Status.FAIL, f"import torch failed: {message.splitlines()[0][:200]}", details, remedies
     )
-
-
-def _realign(facts: Facts, variant: str | None) -> Remedy:
-    why = "Mismatched companions fail at import with 'operator torchvision::nms does not exist'."
-    if variant:
-        return reinstall_torch(facts, variant, why)
-    return Remedy(
-        f"{why} Reinstall torch and its companions together from the index torch came from."
-    )
-
-
-def _companions(facts: Facts, torch_version: str) -> list[tuple[str, Remedy]]:
-    """torchvision 0.(N+15) and torchaudio 2.N pair with torch 2.N; local tags must agree."""
-    problems: list[tuple[str, Remedy]] = []
-    dists = dig(facts, "packages.distributions", {})
-    tv = compat.parse_version(torch_version)
-    tag = local_tag(torch_version)
-    variant = current_variant(facts)
-    for name, expected in (
-        ("torchvision", (0, tv[1] + compat.TORCHVISION_MINOR_OFFSET) if len(tv) > 1 else None),
-        ("torchaudio", tv[:2] if len(tv) > 1 else None),
-    ):
-        if name not in dists:
-            continue
-        ver = dists[name]["version"]
-        got = compat.parse_version(ver)[:2]
-        other_tag = local_tag(ver)
-        if expected and tv[0] == 2 and got != expected:
-            problems.append(
-                (
-                    f"{name} {ver} is built for another torch (torch {torch_version} pairs with "
-                    f"{name} {expected[0]}.{expected[1]}.x)",
-                    _realign(facts, variant),
-                )
-            )
-        elif tag and other_tag and other_tag != tag:
-            problems.append(
-                (
-                    f"{name} {ver} is a {other_tag} build but torch is {tag}",
-                    reinstall_torch(
-                        facts, tag, "Companions of another CUDA variant fail at import."
-                    ),
-                )
-            )
-    return problems
 
 
 def _numpy(facts: Facts, torch_version: str) -> tuple[str, Remedy] | None:
@@ -272,7 +226,7 @@ def check(facts: Facts, ctx: Context) -> Verdict:
             if k != "torch"
         },
     }
-    problems = _companions(facts, version)
+    problems = companions.problems(facts)
     for extra in (
         _numpy(facts, version),
         _numpy_import_warning(facts),

@@ -116,7 +116,13 @@ def _sysctl(name):
 
 
 # Read from metadata so that a broken torchvision is judged without importing it.
-COMPANIONS = ("torch", "torchvision", "torchaudio", "numpy", "triton", "pytorch-triton-rocm")
+COMPANIONS = (
+    "torch", "torchvision", "torchaudio", "torchtext", "numpy", "triton", "pytorch-triton-rocm",
+    "xformers",
+)  # fmt: skip
+# Companions with compiled code linked against torch: imported after torch to catch their real
+# error, with the CUDA version each says it was built for (where it says).
+IMPORTED_COMPANIONS = ("torchvision", "torchaudio", "torchtext", "triton", "xformers")
 
 
 def package_facts():
@@ -135,7 +141,7 @@ def package_facts():
             torch_locations.append({"version": dist.version, "location": location})
         if name in COMPANIONS and name not in found:
             found[name] = {"version": dist.version, "location": location}
-            if name == "torch":
+            if name == "torch" or name in IMPORTED_COMPANIONS:
                 found[name]["requires"] = list(dist.requires or [])
         elif name.startswith("nvidia-") and name not in nvidia:
             nvidia[name] = dist.version
@@ -257,6 +263,39 @@ def cuda_init_facts(count):
     return {"init_s": round(init_s, 4), "memory": mem}
 
 
+def _installed(name):
+    from importlib import metadata
+
+    try:
+        metadata.version(name)
+    except Exception:  # noqa: BLE001 - not installed (or unreadable metadata): nothing to import
+        return False
+    return True
+
+
+def companion_facts():
+    """Import each installed companion after torch; its error is the diagnosis."""
+    import importlib
+
+    out = {}
+    for name in IMPORTED_COMPANIONS:
+        if not _installed(name):
+            continue
+        record = {"imported": False}
+        try:
+            mod = importlib.import_module(name)
+            record["imported"] = True
+            record["version"] = str(getattr(mod, "__version__", "") or "") or None
+            version = getattr(mod, "version", None)
+            if name in ("torchvision", "torchaudio") and hasattr(version, "cuda"):
+                record["cuda_known"] = True
+                record["cuda"] = version.cuda
+        except BaseException as exc:  # noqa: BLE001 - any failure, SystemExit included, is a fact
+            record["error"] = {"type": type(exc).__name__, "message": str(exc)[:2000]}
+        out[name] = record
+    return out
+
+
 def mps_facts():
     import torch
 
@@ -299,6 +338,7 @@ def main(argv):
     if build.get("mps_built"):
         stage("mps", mps_facts)
     stage("libs", libs_probe.libs_facts)
+    stage("companions", companion_facts)
     if build.get("variant") == "rocm":
         stage("rocm", accel_probe.rocm_facts)
     if build.get("xpu_built"):
