@@ -1,7 +1,11 @@
 """Builds the constructed facts corpus from the facts recorded on the CPU machine.
 
-``cpu_linux.json`` is real: ``torchdoctor check --dump-facts tests/facts/cpu_linux.json`` on the
-2-core CPU CI machine (torch 2.13.0+cpu). Every other file starts from it and changes only what
+``cpu_linux.json`` and ``torchvision_nms_cpu_torch.json`` are real: the second is
+``torchdoctor check --python VENV/bin/python --no-smoke --dump-facts …`` on a venv where
+``pip install torch==2.13.0 torchvision`` gave PyPI's cu130 torchvision beside the CPU torch
+(``RuntimeError: operator torchvision::nms does not exist``). ``cpu_linux.json`` is
+``torchdoctor check --dump-facts tests/facts/cpu_linux.json`` on the 2-core CPU CI machine
+(torch 2.13.0+cpu). Every other file starts from it and changes only what
 differs on the machine it models, with figures from public reports (compat-tables.md: a real H100
 ran torch 2.11.0+cu130, driver 580.159.04, 132 SMs, 81559 MiB). Run this script to rebuild them:
 
@@ -483,6 +487,97 @@ def xpu_no_devices() -> dict[str, Any]:
     return f
 
 
+# --- issue 13: what people actually hit, rebuilt from public reports ---------------------------
+# torch's own list in "… is not compatible with the current PyTorch installation. The current
+# PyTorch install supports CUDA capabilities …" (data/compat.py, arch lists).
+CU12_ARCHS = ["sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86", "sm_90"]
+CU128_27_ARCHS = [*CU128_ARCHS, "compute_120"]
+
+
+def not_compatible(name: str, cap: list[int], archs: list[str]) -> str:
+    sm = f"sm_{cap[0]}{cap[1]}"
+    return (
+        f"UserWarning: {name} with CUDA capability {sm} is not compatible with the current PyTorch "
+        f"installation. The current PyTorch install supports CUDA capabilities {' '.join(archs)}. "
+        "If you want to use the GPU with PyTorch, please check the instructions at "
+        "https://pytorch.org/get-started/locally/"
+    )
+
+
+def gpu_on_wheel(
+    version: str, cuda: str, archs: list[str], gpu: dict[str, Any], driver: str, api: int, sms: int
+) -> dict[str, Any]:
+    """A CUDA wheel whose arch list may not cover the GPU: torch still lists the device."""
+    f = base()
+    cuda_build(f, version, cuda, archs)
+    f["nvml"] = nvml(driver, api, [gpu])
+    f["torch"]["cuda"] = {
+        "available": True,
+        "device_count": 1,
+        "devices": torch_devices([gpu], sms),
+    }
+    cap = gpu["capability"]
+    if not any(
+        a.startswith("sm_")
+        and int(a[3:].rstrip("af")) // 10 == cap[0]
+        and int(a[3:].rstrip("af")) % 10 <= cap[1]
+        for a in archs
+    ):
+        f["torch"]["cuda"]["warnings"] = [not_compatible(gpu["name"], cap, archs)]
+    return f  # fmt: skip
+
+
+def rtx5090_cu124_wheel() -> dict[str, Any]:
+    """RTX 5090 (sm_120) on torch 2.6.0+cu124, driver 570: 'no kernel image is available'."""
+    gpu = nvml_gpu("NVIDIA GeForce RTX 5090", [12, 0], 32607)
+    return gpu_on_wheel("2.6.0+cu124", "12.4", CU12_ARCHS, gpu, "570.133.07", 12080, 170)
+
+
+def rtx5060ti_cu126_wheel() -> dict[str, Any]:
+    """RTX 5060 Ti (sm_120) on torch 2.7.0+cu126 (PyPI's default for 2.7), driver 575."""
+    gpu = nvml_gpu("NVIDIA GeForce RTX 5060 Ti", [12, 0], 16311)
+    return gpu_on_wheel("2.7.0+cu126", "12.6", CU12_ARCHS, gpu, "575.64.03", 12090, 36)
+
+
+def gtx1080_cu128_wheel() -> dict[str, Any]:
+    """GTX 1080 (Pascal, sm_61) on torch 2.7.0+cu128: Pascal is not in the cu128 list."""
+    gpu = nvml_gpu("NVIDIA GeForce GTX 1080", [6, 1], 8192, pcie=(3, 16))
+    return gpu_on_wheel("2.7.0+cu128", "12.8", CU128_27_ARCHS, gpu, "570.133.07", 12080, 20)
+
+
+def k80_new_torch() -> dict[str, Any]:
+    """Tesla K80 (Kepler, sm_37) with driver 470 (its last branch) on torch 2.13.0+cu126."""
+    gpu = nvml_gpu("Tesla K80", [3, 7], 11441, pcie=(3, 16))
+    return gpu_on_wheel("2.13.0+cu126", "12.6", CU12_ARCHS, gpu, "470.256.02", 11040, 13)
+
+
+def cpu_source_build_driver_440() -> dict[str, Any]:
+    """A CPU-only source build of torch on a T4 whose driver (440) dates from CUDA 10.2, Python 3.8."""
+    f = base()
+    f["nvml"] = nvml("440.100", 10020, [nvml_gpu("Tesla T4", [7, 5], 15109, pcie=(3, 16))])
+    f["torch"]["version"] = "2.4.0a0+gitd990dad"
+    f["packages"]["distributions"]["torch"]["version"] = "2.4.0a0+gitd990dad"
+    f["platform"]["python_version"] = "3.8.10"
+    return f
+
+
+def torch113_torchaudio2() -> dict[str, Any]:
+    """torch 1.13.1+cu117 with torchaudio 2.0.2 (pip upgraded torchaudio alone)."""
+    f = gpu_on_wheel("1.13.1+cu117", "11.7", ["sm_37", "sm_50", "sm_60", "sm_70", "sm_75",
+                     "sm_80", "sm_86"], nvml_gpu("NVIDIA A10G", [8, 6], 23028), "525.85.12",
+                     12000, 80)  # fmt: skip
+    f["packages"]["distributions"]["torchaudio"] = {
+        "version": "2.0.2", "location": f["packages"]["distributions"]["torch"]["location"],
+        "requires": ["torch (==2.0.1)"],
+    }  # fmt: skip
+    f["torch"]["companions"] = {
+        "torchaudio": {"imported": False, "error": {"type": "OSError", "message": (
+            "/venv/lib/python3.10/site-packages/torchaudio/lib/libtorchaudio.so: undefined symbol: "
+            "_ZN3c104impl3cow11cow_deleterEPv")}}
+    }  # fmt: skip
+    return f
+
+
 CORPUS = {
     "h100_healthy": h100_healthy,
     "driver_too_old": driver_too_old,
@@ -498,6 +593,12 @@ CORPUS = {
     "nvcc_mismatch": nvcc_mismatch,
     "rocm_gfx1031": rocm_gfx1031,
     "xpu_no_devices": xpu_no_devices,
+    "rtx5090_cu124_wheel": rtx5090_cu124_wheel,
+    "rtx5060ti_cu126_wheel": rtx5060ti_cu126_wheel,
+    "gtx1080_cu128_wheel": gtx1080_cu128_wheel,
+    "k80_new_torch": k80_new_torch,
+    "cpu_source_build_driver_440": cpu_source_build_driver_440,
+    "torch113_torchaudio2": torch113_torchaudio2,
 }
 
 if __name__ == "__main__":

@@ -111,15 +111,60 @@ def gpu_capabilities(facts: Facts) -> list[tuple[int, int]]:
 
 
 def wheel_for(
-    facts: Facts, capabilities: list[tuple[int, int]] | None = None, any_driver: bool = False
+    facts: Facts,
+    capabilities: list[tuple[int, int]] | None = None,
+    any_driver: bool = False,
+    any_python: bool = False,
 ) -> compat.WheelChoice | None:
     """The CUDA wheel the detected driver serves (any driver with ``any_driver``: what to install
-    after a driver upgrade), whose arch list covers the GPUs and that has a wheel for this Python."""
+    after a driver upgrade), whose arch list covers the GPUs and that has a wheel for this Python
+    (any Python with ``any_python``)."""
     if capabilities is None:
         capabilities = gpu_capabilities(facts)
     driver = None if any_driver else dig(facts, "nvml.driver_version")
-    python = dig(facts, "platform.python_version")
+    python = None if any_python else dig(facts, "platform.python_version")
     return compat.pick_wheel(torch_version_of(facts), driver, capabilities, python)
+
+
+def wheel_fixes(facts: Facts, capabilities: list[tuple[int, int]] | None, why: str) -> list[Remedy]:
+    """The smallest change that works, in order: a wheel this driver serves for this Python; a
+    wheel this driver serves in an environment with another Python; a driver upgrade and the
+    wheel it enables; a source build only when no published wheel covers the GPUs."""
+    choice = wheel_for(facts, capabilities)
+    if choice:
+        return [install_wheel(facts, choice, why)]
+    fixes: list[Remedy] = []
+    other_python = wheel_for(facts, capabilities, any_python=True)
+    if other_python:
+        lo, hi = compat.RELEASES[other_python.release].python
+        version = compat.latest_patch(other_python.release)
+        index, tagged = compat.index_args(other_python.release, other_python.variant)
+        tag = f"+{other_python.variant}" if tagged else ""
+        fixes.append(
+            Remedy(
+                f"{why} This driver runs torch {version} ({other_python.variant}), which has wheels "
+                f"for Python {lo}–{hi} only: create an environment with such a Python and install it.",
+                (f"python{hi} -m venv venv-torch{other_python.release}",
+                 f"venv-torch{other_python.release}/bin/python -m pip install "
+                 f"'torch=={version}{tag}' {index}"),
+            )
+        )  # fmt: skip
+    later = wheel_for(facts, capabilities, any_driver=True)
+    if later:
+        need = compat.min_driver(later.variant)
+        fixes += [
+            upgrade_driver(need, f": the {later.variant} wheels need it"),
+            install_wheel(facts, later, f"{why} Then, with the new driver:"),
+        ]
+    if not fixes:
+        caps = " ".join(f"{c[0]}.{c[1]}" for c in capabilities or gpu_capabilities(facts))
+        fixes.append(
+            Remedy(
+                f"{why} No published wheel covers these GPUs; build torch from source with "
+                f'TORCH_CUDA_ARCH_LIST="{caps}".'
+            )
+        )
+    return fixes
 
 
 def install_wheel(facts: Facts, choice: compat.WheelChoice, why: str) -> Remedy:

@@ -17,6 +17,7 @@ from .common import (
     reinstall_torch,
     torch_ok,
     torch_unavailable,
+    wheel_fixes,
     wheel_for,
 )
 
@@ -176,18 +177,8 @@ def check(facts: Facts, ctx: Context) -> Verdict:
             f"a {variant}-only build of torch is installed, but this machine has "
             f"{len(gpus)} NVIDIA GPU(s): {names}"
         )
-        choice = wheel_for(facts)
-        if choice is None:
-            remedy = Remedy(
-                f"No CUDA wheel in the tables runs on driver {dig(facts, 'nvml.driver_version')} "
-                "with these GPUs: upgrade the NVIDIA driver first.",
-                ("nvidia-smi",),
-            )
-        else:
-            remedy = install_wheel(
-                facts, choice, "Torch says 'Torch not compiled with CUDA enabled'."
-            )
-        return verdict(Status.FAIL, summary, details, [remedy])
+        fixes = wheel_fixes(facts, None, "Torch says 'Torch not compiled with CUDA enabled'.")
+        return verdict(Status.FAIL, summary, details, fixes)
     if ctx.expect == "cuda":
         why = "no NVIDIA GPU is visible" if not gpus else "the torch build has no CUDA"
         return verdict(

@@ -8,7 +8,7 @@ from .. import archs
 from ..data import compat
 from ..facts import Facts, dig
 from ..model import Remedy, Status, Verdict, verdict
-from .common import Context, install_wheel, nvml_gpus, probe_stuck, upgrade_driver, wheel_for
+from .common import Context, nvml_gpus, probe_stuck, wheel_fixes
 
 ID = "cuda.devices"
 TITLE = "CUDA devices and the wheel's arch list"
@@ -44,26 +44,7 @@ def _devices(facts: Facts) -> tuple[list[dict[str, Any]], str]:
 
 
 def _arch_fix(facts: Facts, cap: tuple[int, int], why: str) -> list[Remedy]:
-    """The smallest change that works: a wheel this driver serves whose arch list covers ``cap``;
-    else such a wheel after a driver upgrade; a source build only when no wheel covers it."""
-    choice = wheel_for(facts, [cap])
-    if choice:
-        return [install_wheel(facts, choice, why)]
-    later = wheel_for(facts, [cap], any_driver=True)
-    if later:
-        need = compat.min_driver(later.variant)
-        return [
-            upgrade_driver(
-                need, f": the {later.variant} wheels that cover sm {archs.fmt(cap)} need it"
-            ),
-            install_wheel(facts, later, f"{why} Then, with the new driver:"),
-        ]
-    return [
-        Remedy(
-            f"{why} No published wheel covers sm {archs.fmt(cap)}; build torch from source with "
-            f'TORCH_CUDA_ARCH_LIST="{archs.fmt(cap)}".'
-        )
-    ]
+    return wheel_fixes(facts, [cap], why)
 
 
 def _dropped(cap: tuple[int, int]) -> str:

@@ -178,7 +178,7 @@ RELEASES: dict[str, Release] = {
                  unverified=("variants", "pypi")),
     "2.13": _rel("2.13.0", ("3.10", "3.14"), "cu130",
                  {"cu126": _CU12, "cu130": _BLACKWELL, "cu132": _BLACKWELL}, "0.28", None,
-                 unverified=("variants", "pypi")),
+                 unverified=("variants",)),
     "2.14": _rel("2.14.1", ("3.10", "3.14"), "cu130",
                  {"cu126": _CU12, "cu130": _BLACKWELL, "cu132": _BLACKWELL}, "0.29", None,
                  None, "3.8", unverified=("variants.cu126", "variants.cu132")),

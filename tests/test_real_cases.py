@@ -1,0 +1,124 @@
+"""Failures people reported in public issue trackers, rebuilt as facts (tests/facts/), and the
+verdict and fix they needed. CASES is the list of real-world cases: public report -> facts ->
+expected verdict. One case (torchvision_nms_cpu_torch) was recorded on this machine."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from torchdoctor import engine
+from torchdoctor.checks import by_id
+from torchdoctor.checks.common import Context, wheel_fixes
+from torchdoctor.model import Status
+
+
+def judge(facts: dict, check_id: str, expect: str = "auto"):
+    return engine.run_check(by_id()[check_id], facts, Context(expect=expect))
+
+
+def commands(result) -> list[str]:
+    return [c for r in result.remedies for c in r.commands]
+
+
+# (public report, facts file, check, status, text in the summary, text in a command, never in a command)
+CASES = [
+    ("RTX 5090 sm_120 is not compatible with the current PyTorch installation (2.6 cu124)",
+     "rtx5090_cu124_wheel", "cuda.devices", Status.FAIL, "sm 12.0",
+     "torch==2.7.1 --index-url https://download.pytorch.org/whl/cu128", "source"),
+    ("RTX 5060 Ti: no kernel image is available (2.7 cu126, PyPI's default)",
+     "rtx5060ti_cu126_wheel", "cuda.devices", Status.FAIL, "sm 12.0",
+     "torch==2.7.0 --index-url https://download.pytorch.org/whl/cu128", "source"),
+    ("GTX 1080 sm_61 is not compatible (2.7 cu128 lists sm_75 and up)",
+     "gtx1080_cu128_wheel", "cuda.devices", Status.FAIL, "torch 2.14.1 from https://download.pytorch.org/whl/cu126",
+     "torch==2.7.0 --index-url https://download.pytorch.org/whl/cu126", "cu128"),
+    ("Tesla K80: PyTorch no longer supports this GPU because it is too old",
+     "k80_new_torch", "cuda.devices", Status.FAIL, "torch 2.7.1 from https://download.pytorch.org/whl/cu118",
+     "torch==2.7.1 --index-url https://download.pytorch.org/whl/cu118", "cu126"),
+    ("Torch not compiled with CUDA enabled, driver 440 (CUDA 10.2 era), source build",
+     "cpu_source_build_driver_440", "cuda.available", Status.FAIL, "Tesla T4",
+     "torch==1.12.1+cu102 --extra-index-url https://download.pytorch.org/whl/cu102", "cu118"),
+    ("torchaudio 2.0.2 beside torch 1.13.1: undefined symbol in libtorchaudio.so",
+     "torch113_torchaudio2", "torch.install", Status.FAIL, "torchaudio 2.0.2 requires torch==2.0.1",
+     "'torchaudio==0.13.1' --index-url https://download.pytorch.org/whl/cu117", "torch=="),
+    ("pip install torch==2.13.0 torchvision: operator torchvision::nms does not exist",
+     "torchvision_nms_cpu_torch", "torch.install", Status.FAIL, "operator torchvision::nms does not exist",
+     "--no-deps 'torchvision==0.28.0' --index-url https://download.pytorch.org/whl/cpu", "cu130"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("report", "name", "check_id", "status", "summary", "command", "never"),
+    CASES,
+    ids=[c[1] for c in CASES],
+)
+def test_public_report(facts, report, name, check_id, status, summary, command, never):
+    result = judge(facts(name), check_id)
+    assert result.status == status, result.summary
+    assert summary in result.summary
+    cmds = commands(result)
+    assert any(command in c for c in cmds), cmds
+    assert not any(never in c for c in cmds), cmds
+    assert not any("source" in r.text for r in result.remedies), "a wheel exists: no source build"
+
+
+def test_recorded_nms_case_names_the_variant_mismatch(facts):
+    result = judge(facts("torchvision_nms_cpu_torch"), "torch.install")
+    # PyPI's Linux torchvision 0.28.0 is the cu130 build; torch came from the local CPU wheel.
+    assert "cu130 build" in result.summary and "2.13.0+cpu" in result.summary
+
+
+def test_torch_1_13_with_torchaudio_2_fails_on_the_tables_alone(facts):
+    f = facts("torch113_torchaudio2")
+    del f["torch"]["companions"]
+    f["packages"]["distributions"]["torchaudio"].pop("requires")
+    result = judge(f, "torch.install")
+    assert result.status == Status.FAIL
+    assert "torchaudio 2.0.2 is built for torch 2.0; torch 1.13.1 pairs with torchaudio 0.13.x" in (
+        result.summary
+    )
+
+
+def test_torchaudio_beside_a_torch_with_no_torchaudio_release_says_remove_it(facts):
+    f = facts("h100_healthy")
+    f["torch"]["version"] = "2.13.0+cu130"
+    f["packages"]["distributions"]["torchaudio"] = {"version": "2.11.0+cu130", "location": "/x"}
+    result = judge(f, "torch.install")
+    assert "has no torchaudio release" in result.summary
+    assert commands(result)[0].endswith("uninstall -y torchaudio")
+
+
+def test_triton_not_the_one_torch_pins(facts):
+    f = facts("h100_healthy")
+    f["packages"]["distributions"]["torch"]["requires"].append(
+        'triton==3.5.0; platform_system == "Linux"'
+    )
+    f["packages"]["distributions"]["triton"] = {"version": "3.3.1", "location": "/x"}
+    result = judge(f, "torch.install")
+    assert "triton 3.3.1 is installed; torch 2.11.0 requires triton 3.5.0" in result.summary
+    assert any("'triton==3.5.0'" in c for c in commands(result))
+
+
+def test_companion_cuda_variant_differs_even_when_versions_match(facts):
+    f = facts("h100_healthy")
+    f["packages"]["distributions"]["torchvision"] = {"version": "0.26.0", "location": "/x"}
+    f["torch"]["companions"] = {"torchvision": {"imported": True, "cuda_known": True, "cuda": None}}
+    result = judge(f, "torch.install")
+    assert "built for the CPU but torch 2.11.0+cu130 for CUDA 13.0" in result.summary
+
+
+def test_driver_upgrade_comes_before_a_source_build(facts):
+    # Constructed: an H100 (sm_90) on driver 450.51 (CUDA 11.0 GA), below every wheel with sm_90.
+    f = copy.deepcopy(facts("h100_healthy"))
+    f["nvml"]["driver_version"] = "450.51.05"
+    fixes = wheel_fixes(f, [(9, 0)], "Hopper needs sm_90.")
+    assert "Upgrade the NVIDIA driver to 580.65.06" in fixes[0].text
+    assert "whl/cu130" in fixes[1].commands[0]
+    assert not any("source" in r.text for r in fixes)
+
+
+def test_source_build_only_when_no_wheel_covers_the_gpu(facts):
+    # A GTX 680 (sm_30): no pip wheel from 1.8 on lists it (sm_37 cubins do not run on 3.0).
+    fixes = wheel_fixes(facts("h100_healthy"), [(3, 0)], "Kepler GK104.")
+    assert len(fixes) == 1 and "build torch from source" in fixes[0].text
