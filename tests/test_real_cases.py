@@ -122,3 +122,27 @@ def test_source_build_only_when_no_wheel_covers_the_gpu(facts):
     # A GTX 680 (sm_30): no pip wheel from 1.8 on lists it (sm_37 cubins do not run on 3.0).
     fixes = wheel_fixes(facts("h100_healthy"), [(3, 0)], "Kepler GK104.")
     assert len(fixes) == 1 and "build torch from source" in fixes[0].text
+
+
+def test_error_804_forward_compatibility_on_non_supported_hw(facts):
+    f = facts("error804_geforce_compat")
+    for check_id in ("cuda.available", "torch.libs"):
+        result = judge(f, check_id)
+        assert result.status == Status.FAIL
+        assert (
+            "804" in result.summary and "/usr/local/cuda/compat/lib64/libcuda.so" in result.summary
+        )
+        fix = result.remedies[-1]
+        assert fix.commands == ("export LD_LIBRARY_PATH=/usr/local/nvidia/lib64",)
+        assert "CUDA ≤ 12.2" in fix.text
+
+
+def test_nvml_driver_library_version_mismatch_says_reload_not_install(facts):
+    f = facts("nvml_driver_mismatch")
+    for check_id in ("cuda.driver", "cuda.available"):
+        result = judge(f, check_id)
+        assert result.status == Status.FAIL
+        assert "535.183.01" in result.summary and "550.127.05" in result.summary
+        text = " ".join(r.text for r in result.remedies)
+        assert "Reboot" in text and "Install the NVIDIA driver" not in text
+        assert any("modprobe nvidia" in c for c in commands(result))

@@ -578,6 +578,60 @@ def torch113_torchaudio2() -> dict[str, Any]:
     return f
 
 
+def cuda_init_error(f: dict[str, Any], error: str) -> None:
+    """torch.cuda.is_available() is False with torch's warning for a failed cudaGetDeviceCount()."""
+    f["torch"]["cuda"] = {
+        "available": False,
+        "device_count": 0,
+        "devices": [],
+        "warnings": [
+            "UserWarning: CUDA initialization: Unexpected error from cudaGetDeviceCount(). Did you "
+            "run some cuda functions before calling NumCudaDevices() that might have already set an "
+            f"error? {error} (Triggered internally at /pytorch/c10/cuda/CUDAFunctions.cpp:109.)"
+        ],
+    }
+    f["torch"].pop("cuda_init", None)
+
+
+def error804_geforce_compat() -> dict[str, Any]:
+    """A CUDA 13 container with cuda-compat on an RTX 4090 host with driver 535 (CUDA 12.2)."""
+    f = h100_wheels()
+    gpu = nvml_gpu("NVIDIA GeForce RTX 4090", [8, 9], 24564, pcie=(4, 16))
+    f["nvml"] = nvml("535.183.01", 12020, [gpu])
+    f["env"]["LD_LIBRARY_PATH"] = "/usr/local/cuda/compat/lib64:/usr/local/nvidia/lib64"
+    for lib in f["torch"]["libs"]["loaded"]:
+        if lib["component"] == "cuda_driver":
+            lib.update(
+                path="/usr/local/cuda/compat/lib64/libcuda.so.580.65.06", version="580.65.06"
+            )
+    f["torch"]["libs"]["ld_library_path"] = [
+        {"dir": "/usr/local/cuda/compat/lib64", "real": "/usr/local/cuda-13.0/compat/lib64",
+         "exists": True, "libs": ["libcuda.so.1", "libcuda.so.580.65.06"]},
+    ]  # fmt: skip
+    cuda_init_error(f, "Error 804: forward compatibility was attempted on non supported HW")
+    f["smoke"] = {"enabled": False}
+    return f
+
+
+def nvml_driver_mismatch() -> dict[str, Any]:
+    """apt upgraded the driver 535 -> 550 and nobody rebooted: nvidia-smi says 'Failed to
+    initialize NVML: Driver/library version mismatch'."""
+    f = h100_wheels()
+    f["nvml"] = {
+        "status": "unavailable",
+        "error": "NVMLError_LibRmVersionMismatch: RM has detected an NVML/RM version mismatch.",
+    }
+    f["host"]["nvidia"]["proc_driver_version"] = (
+        "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.183.01  Sun May 12 19:39:15 UTC 2024"
+    )
+    for lib in f["torch"]["libs"]["loaded"]:
+        if lib["component"] == "cuda_driver":
+            lib.update(path="/usr/lib/x86_64-linux-gnu/libcuda.so.550.127.05", version="550.127.05")
+    cuda_init_error(f, "Error 803: system has unsupported display driver / cuda driver combination")
+    f["smoke"] = {"enabled": False}
+    return f
+
+
 CORPUS = {
     "h100_healthy": h100_healthy,
     "driver_too_old": driver_too_old,
@@ -599,6 +653,8 @@ CORPUS = {
     "k80_new_torch": k80_new_torch,
     "cpu_source_build_driver_440": cpu_source_build_driver_440,
     "torch113_torchaudio2": torch113_torchaudio2,
+    "error804_geforce_compat": error804_geforce_compat,
+    "nvml_driver_mismatch": nvml_driver_mismatch,
 }
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from ..data import compat
 from ..facts import Facts, dig
 from ..model import Remedy, Status, Verdict, verdict
-from . import container
+from . import container, driver_state
 from .common import (
     Context,
     install_wheel,
@@ -57,6 +57,12 @@ def _why_unavailable(facts: Facts, expect: str) -> Reason:
                 )
             ],
         )
+    for code, found in (
+        ("forward_compat", driver_state.forward_compat_problem(facts)),
+        ("driver_mismatch", driver_state.nvml_mismatch(facts)),
+    ):
+        if found:
+            return Reason(code, found[0], [found[1]])
     if "too old" in warnings or _driver_too_old(facts):
         remedies = [
             Remedy("Upgrade the NVIDIA driver (cuda.driver names the version).", ("nvidia-smi",))

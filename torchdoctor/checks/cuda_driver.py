@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..data import compat
 from ..facts import Facts, dig
 from ..model import Remedy, Status, Verdict, verdict
+from . import driver_state
 from .common import Context, install_wheel, upgrade_driver, wheel_for
 
 ID = "cuda.driver"
@@ -23,6 +24,9 @@ def cuda_from_driver_api(value: int | None) -> str | None:
 def check(facts: Facts, ctx: Context) -> Verdict:
     nv = dig(facts, "nvml", {})
     wheel_cuda = dig(facts, "torch.build.cuda")
+    mismatch = driver_state.nvml_mismatch(facts)
+    if nv.get("status") != "ok" and mismatch:
+        return verdict(Status.FAIL, mismatch[0], {"nvml": nv}, [mismatch[1]])
     if nv.get("status") != "ok":
         reason = nv.get("error") or nv.get("status") or "no NVML"
         status = Status.FAIL if ctx.expect == "cuda" else Status.SKIP
