@@ -146,3 +146,46 @@ def test_nvml_driver_library_version_mismatch_says_reload_not_install(facts):
         text = " ".join(r.text for r in result.remedies)
         assert "Reboot" in text and "Install the NVIDIA driver" not in text
         assert any("modprobe nvidia" in c for c in commands(result))
+
+
+def test_centos7_glibc_2_17_no_matching_distribution_pins_torch_2_6(facts):
+    result = judge(facts("centos7_glibc217"), "platform")
+    assert result.status == Status.WARN
+    assert "glibc 2.17" in result.summary and "torch 2.6.0 at best" in result.summary
+    assert commands(result)[0].endswith("install 'torch==2.6.0'")
+
+
+def test_illegal_instruction_on_a_cpu_without_avx2(facts):
+    f = facts("no_avx2_sigill")
+    result = judge(f, "torch.install")
+    assert result.status == Status.FAIL
+    assert "Illegal instruction" in result.summary and "AVX2" in result.summary
+    assert judge(f, "platform").status == Status.WARN
+
+
+def test_jetson_with_pypi_cpu_wheel_is_told_about_jetpack_builds(facts):
+    result = judge(facts("jetson_cpu_wheel"), "platform")
+    assert (
+        result.status == Status.WARN and "Jetson (R36 (release), REVISION: 4.0)" in result.summary
+    )
+    assert "JetPack" in result.remedies[0].text
+
+
+def test_torch_from_conda_and_pip_in_one_environment(facts):
+    result = judge(facts("conda_and_pip_torch"), "platform")
+    assert "conda's pytorch 2.5.1 and pip's torch 2.13.0+cpu" in result.summary
+    assert commands(result)[1].endswith(
+        "torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu"
+    )
+
+
+def test_healthy_linux_platform_names_distro_glibc_and_cpu(facts):
+    f = facts("cpu_linux")
+    f["platform"].update(
+        glibc="2.36",
+        distro={"pretty_name": "Debian GNU/Linux 12 (bookworm)"},
+        cpu={"model": "AMD EPYC", "isa": ["avx", "avx2"]},
+    )
+    result = judge(f, "platform")
+    assert result.status == Status.PASS
+    assert "Debian GNU/Linux 12 (bookworm); glibc 2.36; AMD EPYC" in result.summary

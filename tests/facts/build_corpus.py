@@ -632,6 +632,46 @@ def nvml_driver_mismatch() -> dict[str, Any]:
     return f
 
 
+def centos7_glibc217() -> dict[str, Any]:
+    """CentOS 7 (glibc 2.17): pip says 'No matching distribution found for torch==2.7.0'."""
+    f = base()
+    f["platform"].update(glibc="2.17", libc="glibc 2.17", distro={
+        "id": "centos", "name": "CentOS Linux", "version_id": "7",
+        "pretty_name": "CentOS Linux 7 (Core)"})  # fmt: skip
+    return f
+
+
+def no_avx2_sigill() -> dict[str, Any]:
+    """A VM with a generic CPU model (no AVX2): `import torch` dies with 'Illegal instruction'."""
+    f = base()
+    f["platform"]["cpu"] = {"model": "QEMU Virtual CPU version 2.5+", "isa": ["sse4_2"]}
+    f["torch"] = {"status": "crashed"}
+    f["probe"]["torch"].update(status="crashed", signal="SIGILL", unfinished_stage="import",
+                               returncode=-4, message="probe was killed by SIGILL during: import")  # fmt: skip
+    f["smoke"] = {"enabled": False}
+    return f
+
+
+def jetson_cpu_wheel() -> dict[str, Any]:
+    """A Jetson Orin with PyPI's aarch64 torch: 'Torch not compiled with CUDA enabled'."""
+    f = base()
+    f["platform"].update(machine="aarch64", jetson="# R36 (release), REVISION: 4.0, GCID: 37537400, "
+                         "BOARD: generic, EABI: aarch64, DATE: Fri Sep 13 04:36:44 UTC 2024",
+                         cpu={"model": None, "isa": ["asimd"]})  # fmt: skip
+    return f
+
+
+def conda_and_pip_torch() -> dict[str, Any]:
+    """`conda install pytorch` then `pip install torch` into the same environment."""
+    f = base()
+    f["platform"]["conda_packages"] = {
+        "pytorch": "2.5.1",
+        "pytorch-cuda": "12.4",
+        "mkl": "2023.1.0",
+    }
+    return f
+
+
 CORPUS = {
     "h100_healthy": h100_healthy,
     "driver_too_old": driver_too_old,
@@ -655,6 +695,10 @@ CORPUS = {
     "torch113_torchaudio2": torch113_torchaudio2,
     "error804_geforce_compat": error804_geforce_compat,
     "nvml_driver_mismatch": nvml_driver_mismatch,
+    "centos7_glibc217": centos7_glibc217,
+    "no_avx2_sigill": no_avx2_sigill,
+    "jetson_cpu_wheel": jetson_cpu_wheel,
+    "conda_and_pip_torch": conda_and_pip_torch,
 }
 
 if __name__ == "__main__":

@@ -193,6 +193,30 @@ def _duplicates(facts: Facts) -> tuple[str, Remedy] | None:
     return None
 
 
+def _illegal_instruction(facts: Facts, probe: dict[str, Any]) -> Verdict:
+    """SIGILL in the probe: the wheel's code uses instructions this CPU does not have."""
+    isa = dig(facts, "platform.cpu.isa")
+    lacks = [f for f in ("avx", "avx2", "fma") if isa is not None and f not in isa]
+    cpu = dig(facts, "platform.cpu.model") or "this CPU"
+    why = (
+        f"{cpu} lacks {', '.join(lacks).upper()}"
+        if lacks
+        else f"{cpu} lacks an instruction it uses"
+    )
+    return verdict(
+        Status.FAIL,
+        f"torch died with 'Illegal instruction' (SIGILL) during {probe.get('unfinished_stage')}: {why}",
+        {"probe": probe, "cpu": dig(facts, "platform.cpu")},
+        [
+            Remedy(
+                "The wheel's code needs CPU instructions this machine lacks. Run on a CPU with "
+                "AVX2 (a VM: pass the host CPU through, e.g. `-cpu host`), or build torch from "
+                "source for this CPU."
+            )
+        ],
+    )
+
+
 def check(facts: Facts, ctx: Context) -> Verdict:
     status = dig(facts, "torch.status")
     if status == "missing":
@@ -201,6 +225,8 @@ def check(facts: Facts, ctx: Context) -> Verdict:
         return _import_error(facts)
     if status != "ok":
         probe = dig(facts, "probe.torch", {})
+        if probe.get("signal") == "SIGILL":
+            return _illegal_instruction(facts, probe)
         return verdict(
             Status.ERROR,
             f"the torch probe did not get through `import torch`: {probe.get('message') or status}",

@@ -92,6 +92,8 @@ def platform_facts():
         "wsl": "microsoft" in release or os.path.exists("/proc/sys/fs/binfmt_misc/WSLInterop"),
         "libc": " ".join(platform.libc_ver()).strip() if uname.system == "Linux" else None,
     }
+    if uname.system == "Linux":
+        facts.update(linux_facts())
     if uname.system == "Darwin":
         facts["mac_ver"] = platform.mac_ver()[0]
         facts["rosetta"] = _sysctl("sysctl.proc_translated") == "1"
@@ -103,6 +105,66 @@ def platform_facts():
     except Exception:  # noqa: BLE001 - some embedded Pythons lack site
         pass
     return facts
+
+
+# CPU features that decide whether a wheel's code runs at all ("Illegal instruction") or which
+# kernels torch dispatches to; only these are recorded, not the whole flag list.
+ISA_FLAGS = (
+    "sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512_vnni", "avx512_bf16",
+    "amx_tile", "asimd", "sve", "sve2",
+)  # fmt: skip
+
+
+def _read(path, limit=1 << 20):
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return fh.read(limit)
+    except OSError:
+        return None
+
+
+def linux_facts():
+    """Distribution, CPU model and ISA flags, Jetson, conda packages: what pip and the wheels
+    depend on beyond the kernel."""
+    out = {}
+    release = {}
+    for line in (_read("/etc/os-release") or "").splitlines():
+        key, sep, value = line.partition("=")
+        if sep and key in ("ID", "NAME", "VERSION_ID", "PRETTY_NAME"):
+            release[key.lower()] = value.strip().strip('"')
+    out["distro"] = release or None
+    glibc = platform.libc_ver()
+    out["glibc"] = glibc[1] if glibc[0] == "glibc" else None
+    model, flags = None, set()
+    for line in (_read("/proc/cpuinfo") or "").splitlines():
+        key, _, value = line.partition(":")
+        key = key.strip()
+        if key in ("model name", "Model", "cpu model") and model is None:
+            model = value.strip()
+        elif key in ("flags", "Features") and not flags:
+            flags = set(value.split())
+    out["cpu"] = {"model": model, "isa": [f for f in ISA_FLAGS if f in flags] if flags else None}
+    tegra = _read("/etc/nv_tegra_release", 4096)
+    out["jetson"] = tegra.splitlines()[0].strip() if tegra else None
+    out["conda_packages"] = _conda_packages(os.environ.get("CONDA_PREFIX") or sys.prefix)
+    return out
+
+
+def _conda_packages(prefix):
+    """torch-related packages a conda environment holds (its conda-meta records), or None."""
+    meta = os.path.join(prefix, "conda-meta")
+    try:
+        names = os.listdir(meta)
+    except OSError:
+        return None
+    wanted = ("pytorch", "torch", "cuda", "cudnn", "nccl", "nvidia", "mkl", "triton", "libtorch")
+    found = {}
+    for name in names:
+        if name.endswith(".json"):
+            pkg, _, rest = name[:-5].rpartition("-")[0].rpartition("-")
+            if pkg and any(w in pkg for w in wanted):
+                found[pkg] = rest
+    return found
 
 
 def _sysctl(name):
