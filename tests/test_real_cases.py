@@ -133,7 +133,8 @@ def test_error_804_forward_compatibility_on_non_supported_hw(facts):
             "804" in result.summary and "/usr/local/cuda/compat/lib64/libcuda.so" in result.summary
         )
         fix = result.remedies[-1]
-        assert fix.commands == ("export LD_LIBRARY_PATH=/usr/local/nvidia/lib64",)
+        assert fix.commands[0] == "export LD_LIBRARY_PATH=/usr/local/nvidia/lib64"
+        assert fix.commands[-1].endswith(f"--only {check_id}")  # the verify step
         assert "CUDA ≤ 12.2" in fix.text
 
 
@@ -189,3 +190,20 @@ def test_healthy_linux_platform_names_distro_glibc_and_cpu(facts):
     result = judge(f, "platform")
     assert result.status == Status.PASS
     assert "Debian GNU/Linux 12 (bookworm); glibc 2.36; AMD EPYC" in result.summary
+
+
+def test_every_fix_targets_the_examined_python_and_ends_with_verify(facts):
+    f = facts("rtx5090_cu124_wheel")
+    f["platform"]["executable"] = "/opt/envs/train/bin/python"
+    result = judge(f, "cuda.devices")
+    cmds = result.remedies[0].commands
+    assert cmds[0].startswith("/opt/envs/train/bin/python -m pip install")
+    assert cmds[-1] == "torchdoctor check --python /opt/envs/train/bin/python --only cuda.devices"
+
+
+def test_unimportable_torch_is_reinstalled_at_its_exact_version_from_its_index(facts):
+    f = facts("torch_import_error")
+    f["torch"]["error"]["message"] = "Segmentation fault in some extension"
+    f["packages"]["distributions"]["torch"]["version"] = "2.8.0+cu128"
+    cmd = judge(f, "torch.install").remedies[0].commands[0]
+    assert "torch==2.8.0 --index-url https://download.pytorch.org/whl/cu128 --no-cache-dir" in cmd

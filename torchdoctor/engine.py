@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import shlex
 import time
 import traceback
 from collections.abc import Iterable
+from dataclasses import replace
 from types import ModuleType
 
 from . import __version__, externally_managed
 from .checks import ALL
 from .checks.common import Context
-from .facts import Facts
+from .facts import Facts, dig
 from .findings import Selection, normalise_fail_on
 from .model import CheckResult, Remedy, Report, Status, Verdict
 
@@ -31,11 +33,28 @@ def _within_expectation(module: ModuleType, ctx: Context, v: Verdict) -> Verdict
     return v
 
 
+def verify_command(facts: Facts, check_id: str) -> str:
+    """Re-run just this check against the interpreter that was examined."""
+    exe = dig(facts, "platform.executable") or dig(facts, "collected.python")
+    python = f" --python {shlex.quote(exe)}" if exe else ""
+    return f"torchdoctor check{python} --only {check_id}"
+
+
+def _with_verify(facts: Facts, check_id: str, remedies: list[Remedy]) -> list[Remedy]:
+    """Every fix that runs commands ends with the command that shows whether it worked."""
+    verify = verify_command(facts, check_id)
+    return [
+        replace(r, commands=(*r.commands, verify)) if r.commands and verify not in r.commands else r
+        for r in remedies
+    ]
+
+
 def run_check(module: ModuleType, facts: Facts, ctx: Context) -> CheckResult:
     t0 = time.perf_counter()
     try:
         v = _within_expectation(module, ctx, module.check(facts, ctx))
         v.remedies = externally_managed.adapt(v.remedies, facts)
+        v.remedies = _with_verify(facts, module.ID, v.remedies)
         result = CheckResult(module.ID, module.TITLE, v.status, v.summary, v.details, v.remedies)
     except Exception as exc:  # noqa: BLE001 - one broken check must not lose the report
         result = CheckResult(

@@ -75,6 +75,13 @@ def _missing(facts: Facts, ctx: Context) -> Verdict:
     )
 
 
+def _installed_variant(facts: Facts) -> str:
+    """The index the installed (unimportable) torch came from: its tag, or PyPI's build."""
+    version = dig(facts, "packages.distributions.torch.version")
+    system = dig(facts, "platform.system")
+    return current_variant(facts) or companions.variant_of(version, version, system) or "cpu"
+
+
 _LIB = re.compile(r"(lib[\w+-]+\.so(?:\.[\d.]+)?)")
 
 
@@ -112,8 +119,8 @@ def _import_error(facts: Facts) -> Verdict:
     else:
         remedies = [
             Remedy(
-                "Reinstall torch cleanly into this environment.",
-                (f"{pip} install --force-reinstall --no-cache-dir torch",),
+                "Reinstall torch cleanly into this environment, same version, same index.",
+                (install_command(facts, _installed_variant(facts)) + " --no-cache-dir",),
             )
         ]
     return verdict(
