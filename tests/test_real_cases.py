@@ -45,6 +45,18 @@ CASES = [
     ("pip install torch==2.13.0 torchvision: operator torchvision::nms does not exist",
      "torchvision_nms_cpu_torch", "torch.install", Status.FAIL, "operator torchvision::nms does not exist",
      "--no-deps 'torchvision==0.28.0' --index-url https://download.pytorch.org/whl/cpu", "cu130"),
+    ("GeForce RTX 3090 sm_86 is not compatible: supports sm_37 sm_50 sm_60 sm_70 (1.8 cu102)",
+     "rtx3090_cu102_wheel", "cuda.devices", Status.FAIL, "sm 8.6",
+     "torch==1.8.1+cu111 -f https://download.pytorch.org/whl/torch_stable.html", "cu102"),
+    ("NVIDIA H100 PCIe sm_90 is not compatible (1.13 cu117)",
+     "h100_cu117_wheel", "cuda.devices", Status.FAIL, "sm 9.0",
+     "torch==2.0.1 --index-url https://download.pytorch.org/whl/cu118", "cu117"),
+    ("xFormers was built for PyTorch 2.1.1+cu121 (you have 2.2.0+cu121)",
+     "xformers_other_torch", "torch.install", Status.FAIL, "xformers 0.0.23 requires torch==2.1.1",
+     "install 'torch==2.2.0' xformers --index-url https://download.pytorch.org/whl/cu121", "2.1.1"),
+    ("pip install -U torchvision beside torch 2.0.1: operator torchvision::nms does not exist",
+     "torchvision_upgraded_alone", "torch.install", Status.FAIL, "requires torch==2.1.0, not 2.0.1",
+     "--no-deps 'torchvision==0.15.2' --index-url https://download.pytorch.org/whl/cu118", "0.16"),
 ]  # fmt: skip
 
 

@@ -516,6 +516,8 @@ def gpu_on_wheel(
         "device_count": 1,
         "devices": torch_devices([gpu], sms),
     }
+    if tuple(int(x) for x in version.split("+")[0].split(".")[:2]) < (2, 3):
+        f["packages"]["distributions"]["numpy"]["version"] = "1.26.4"  # what such an env had
     cap = gpu["capability"]
     if not any(
         a.startswith("sm_")
@@ -632,6 +634,48 @@ def nvml_driver_mismatch() -> dict[str, Any]:
     return f
 
 
+CU11_ARCHS = ["sm_37", "sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86"]
+
+
+def rtx3090_cu102_wheel() -> dict[str, Any]:
+    """RTX 3090 (sm_86) on torch 1.8.1+cu102: 'supports CUDA capabilities sm_37 sm_50 sm_60 sm_70'."""
+    gpu = nvml_gpu("GeForce RTX 3090", [8, 6], 24268, pcie=(4, 16))
+    f = gpu_on_wheel("1.8.1+cu102", "10.2", CU11_ARCHS[:4], gpu, "460.73.01", 11020, 82)
+    f["platform"]["python_version"] = "3.8.10"
+    return f
+
+
+def h100_cu117_wheel() -> dict[str, Any]:
+    """H100 (sm_90) on torch 1.13.1+cu117: '… supports CUDA capabilities sm_37 … sm_86'."""
+    gpu = nvml_gpu("NVIDIA H100 PCIe", [9, 0], 81559)
+    f = gpu_on_wheel("1.13.1+cu117", "11.7", CU11_ARCHS, gpu, "525.85.12", 12000, 114)
+    f["platform"]["python_version"] = "3.10.12"
+    return f
+
+
+def xformers_other_torch() -> dict[str, Any]:
+    """'xFormers was built for: PyTorch 2.1.1+cu121 … (you have 2.2.0+cu121)': pip moved torch."""
+    gpu = nvml_gpu("NVIDIA A100-SXM4-80GB", [8, 0], 81920)
+    f = gpu_on_wheel("2.2.0+cu121", "12.1", CU12_ARCHS, gpu, "535.183.01", 12020, 108)
+    loc = f["packages"]["distributions"]["torch"]["location"]
+    f["packages"]["distributions"]["xformers"] = {
+        "version": "0.0.23", "location": loc, "requires": ["numpy", "torch ==2.1.1"]}  # fmt: skip
+    f["torch"]["companions"] = {"xformers": {"imported": True, "version": "0.0.23"}}
+    return f
+
+
+def torchvision_upgraded_alone() -> dict[str, Any]:
+    """`pip install -U torchvision` beside torch 2.0.1+cu118 left torchvision 0.16.0 (torch 2.1's)."""
+    gpu = nvml_gpu("NVIDIA GeForce RTX 4090", [8, 9], 24564, pcie=(4, 16))
+    f = gpu_on_wheel("2.0.1+cu118", "11.8", [*CU11_ARCHS, "sm_90"], gpu, "535.183.01", 12020, 128)
+    loc = f["packages"]["distributions"]["torch"]["location"]
+    f["packages"]["distributions"]["torchvision"] = {
+        "version": "0.16.0+cu118", "location": loc, "requires": ["numpy", "torch (==2.1.0)"]}  # fmt: skip
+    f["torch"]["companions"] = {"torchvision": {"imported": False, "error": {
+        "type": "RuntimeError", "message": "operator torchvision::nms does not exist"}}}  # fmt: skip
+    return f
+
+
 def centos7_glibc217() -> dict[str, Any]:
     """CentOS 7 (glibc 2.17): pip says 'No matching distribution found for torch==2.7.0'."""
     f = base()
@@ -695,6 +739,10 @@ CORPUS = {
     "torch113_torchaudio2": torch113_torchaudio2,
     "error804_geforce_compat": error804_geforce_compat,
     "nvml_driver_mismatch": nvml_driver_mismatch,
+    "rtx3090_cu102_wheel": rtx3090_cu102_wheel,
+    "h100_cu117_wheel": h100_cu117_wheel,
+    "xformers_other_torch": xformers_other_torch,
+    "torchvision_upgraded_alone": torchvision_upgraded_alone,
     "centos7_glibc217": centos7_glibc217,
     "no_avx2_sigill": no_avx2_sigill,
     "jetson_cpu_wheel": jetson_cpu_wheel,
