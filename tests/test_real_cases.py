@@ -219,3 +219,18 @@ def test_unimportable_torch_is_reinstalled_at_its_exact_version_from_its_index(f
     f["packages"]["distributions"]["torch"]["version"] = "2.8.0+cu128"
     cmd = judge(f, "torch.install").remedies[0].commands[0]
     assert "torch==2.8.0 --index-url https://download.pytorch.org/whl/cu128 --no-cache-dir" in cmd
+
+
+def test_driver_too_old_found_version_10020_on_python_3_11_offers_a_torch_1_12_environment(facts):
+    f = facts("cu126_wheel_driver_440")
+    for check_id in ("cuda.driver", "cuda.available"):
+        result = judge(f, check_id)
+        assert result.status == Status.FAIL
+        keep = result.remedies[-1]
+        assert "Python 3.7–3.10" in keep.text
+        assert keep.commands == (
+            "python3.10 -m venv venv-torch1.12",
+            "venv-torch1.12/bin/python -m pip install 'torch==1.12.1+cu102' "
+            "--extra-index-url https://download.pytorch.org/whl/cu102",
+            "torchdoctor check --python venv-torch1.12/bin/python",
+        )

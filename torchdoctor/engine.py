@@ -44,7 +44,9 @@ def _with_verify(facts: Facts, check_id: str, remedies: list[Remedy]) -> list[Re
     """Every fix that runs commands ends with the command that shows whether it worked."""
     verify = verify_command(facts, check_id)
     return [
-        replace(r, commands=(*r.commands, verify)) if r.commands and verify not in r.commands else r
+        replace(r, commands=(*r.commands, verify))
+        if r.commands and not any(c.startswith("torchdoctor check") for c in r.commands)
+        else r
         for r in remedies
     ]
 

@@ -563,6 +563,20 @@ def cpu_source_build_driver_440() -> dict[str, Any]:
     return f
 
 
+def cu126_wheel_driver_440() -> dict[str, Any]:
+    """torch 2.13.0+cu126 on Python 3.11 with a T4 whose driver 440 serves CUDA 10.2 at most:
+    'The NVIDIA driver on your system is too old (found version 10020)'."""
+    gpu = nvml_gpu("Tesla T4", [7, 5], 15109, pcie=(3, 16))
+    f = gpu_on_wheel("2.13.0+cu126", "12.6", CU12_ARCHS, gpu, "440.100", 10020, 40)
+    f["torch"]["cuda"] = {"available": False, "device_count": 0, "devices": [], "warnings": [
+        "UserWarning: CUDA initialization: The NVIDIA driver on your system is too old (found "
+        "version 10020). Please update your GPU driver by downloading and installing a new version "
+        "from the URL: http://www.nvidia.com/Download/index.aspx Alternatively, go to: "
+        "https://pytorch.org to install a PyTorch version that has been compiled with your version "
+        "of the CUDA driver."]}  # fmt: skip
+    return f
+
+
 def torch113_torchaudio2() -> dict[str, Any]:
     """torch 1.13.1+cu117 with torchaudio 2.0.2 (pip upgraded torchaudio alone)."""
     f = gpu_on_wheel("1.13.1+cu117", "11.7", ["sm_37", "sm_50", "sm_60", "sm_70", "sm_75",
@@ -737,6 +751,7 @@ CORPUS = {
     "k80_new_torch": k80_new_torch,
     "cpu_source_build_driver_440": cpu_source_build_driver_440,
     "torch113_torchaudio2": torch113_torchaudio2,
+    "cu126_wheel_driver_440": cu126_wheel_driver_440,
     "error804_geforce_compat": error804_geforce_compat,
     "nvml_driver_mismatch": nvml_driver_mismatch,
     "rtx3090_cu102_wheel": rtx3090_cu102_wheel,

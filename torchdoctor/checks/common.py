@@ -126,29 +126,41 @@ def wheel_for(
     return compat.pick_wheel(torch_version_of(facts), driver, capabilities, python)
 
 
-def wheel_fixes(facts: Facts, capabilities: list[tuple[int, int]] | None, why: str) -> list[Remedy]:
-    """The smallest change that works, in order: a wheel this driver serves for this Python; a
-    wheel this driver serves in an environment with another Python; a driver upgrade and the
-    wheel it enables; a source build only when no published wheel covers the GPUs."""
+def keep_driver_fixes(
+    facts: Facts, capabilities: list[tuple[int, int]] | None, why: str
+) -> list[Remedy]:
+    """A wheel this driver serves: for this Python, else in an environment with another Python."""
     choice = wheel_for(facts, capabilities)
     if choice:
         return [install_wheel(facts, choice, why)]
-    fixes: list[Remedy] = []
-    other_python = wheel_for(facts, capabilities, any_python=True)
-    if other_python:
-        lo, hi = compat.RELEASES[other_python.release].python
-        version = compat.latest_patch(other_python.release)
-        index, tagged = compat.index_args(other_python.release, other_python.variant)
-        tag = f"+{other_python.variant}" if tagged else ""
-        fixes.append(
-            Remedy(
-                f"{why} This driver runs torch {version} ({other_python.variant}), which has wheels "
-                f"for Python {lo}–{hi} only: create an environment with such a Python and install it.",
-                (f"python{hi} -m venv venv-torch{other_python.release}",
-                 f"venv-torch{other_python.release}/bin/python -m pip install "
-                 f"'torch=={version}{tag}' {index}"),
-            )
-        )  # fmt: skip
+    other = wheel_for(facts, capabilities, any_python=True)
+    if not other:
+        return []
+    lo, hi = compat.RELEASES[other.release].python
+    version = compat.latest_patch(other.release)
+    index, tagged = compat.index_args(other.release, other.variant)
+    tag = f"+{other.variant}" if tagged else ""
+    env = f"venv-torch{other.release}"
+    return [
+        Remedy(
+            f"{why} This driver runs torch {version} ({other.variant}), which has wheels for "
+            f"Python {lo}–{hi} only: create an environment with such a Python and install it.",
+            (
+                f"python{hi} -m venv {env}",
+                f"{env}/bin/python -m pip install 'torch=={version}{tag}' {index}",
+                f"torchdoctor check --python {env}/bin/python",
+            ),
+        )
+    ]
+
+
+def wheel_fixes(facts: Facts, capabilities: list[tuple[int, int]] | None, why: str) -> list[Remedy]:
+    """The smallest change that works, in order: a wheel this driver serves (for this Python,
+    else another); a driver upgrade and the wheel it enables; a source build only when no
+    published wheel covers the GPUs."""
+    fixes = keep_driver_fixes(facts, capabilities, why)
+    if fixes and fixes[0].commands[0].startswith(python_cmd(facts)):
+        return fixes
     later = wheel_for(facts, capabilities, any_driver=True)
     if later:
         need = compat.min_driver(later.variant)

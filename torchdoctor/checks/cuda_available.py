@@ -11,14 +11,13 @@ from ..model import Remedy, Status, Verdict, verdict
 from . import container, driver_state
 from .common import (
     Context,
-    install_wheel,
+    keep_driver_fixes,
     nvml_gpus,
     probe_stuck,
     reinstall_torch,
     torch_ok,
     torch_unavailable,
     wheel_fixes,
-    wheel_for,
 )
 
 ID = "cuda.available"
@@ -67,9 +66,7 @@ def _why_unavailable(facts: Facts, expect: str) -> Reason:
         remedies = [
             Remedy("Upgrade the NVIDIA driver (cuda.driver names the version).", ("nvidia-smi",))
         ]
-        choice = wheel_for(facts)
-        if choice:
-            remedies.append(install_wheel(facts, choice, "Or keep this driver."))
+        remedies += keep_driver_fixes(facts, None, "Or keep this driver.")
         found = re.search(r"found version \d+", warnings)
         return Reason(
             "driver_too_old",

@@ -6,7 +6,7 @@ from ..data import compat
 from ..facts import Facts, dig
 from ..model import Remedy, Status, Verdict, verdict
 from . import driver_state
-from .common import Context, install_wheel, upgrade_driver, wheel_for
+from .common import Context, keep_driver_fixes, upgrade_driver, wheel_for
 
 ID = "cuda.driver"
 TITLE = "NVIDIA driver vs the wheel's CUDA"
@@ -55,11 +55,10 @@ def check(facts: Facts, ctx: Context) -> Verdict:
     details["min_driver_full"] = need
     if support == "full":
         return verdict(Status.PASS, f"{base} fully supports the wheel's CUDA {wheel_cuda}", details)
+    # Keeping the driver: a wheel built for a CUDA it serves, unless that is the one installed.
     choice = wheel_for(facts)
     same = choice and choice.variant == f"cu{mm.replace('.', '')}" and choice.support == support
-    fix_wheel = (
-        [install_wheel(facts, choice, "Or keep this driver.")] if choice and not same else []
-    )
+    fix_wheel = [] if same else keep_driver_fixes(facts, None, "Or keep this driver.")
     upgrade = upgrade_driver(need)
     if support == "minor_compat":
         return verdict(
