@@ -140,3 +140,26 @@ def test_probe_reads_distro_glibc_cpu_flags_and_conda_meta(tmp_path):
     facts = torch_probe.linux_facts()
     assert facts["glibc"] == platform.libc_ver()[1]
     assert isinstance(facts["cpu"]["isa"], list) and facts["cpu"]["model"]
+
+
+def test_probe_records_a_companions_real_import_error(tmp_path, monkeypatch):
+    """A torchvision whose C++ ops do not load: the probe keeps its error, not just its version."""
+    sys.path.insert(0, str(Path(__file__).parents[1] / "torchdoctor" / "probes"))
+    import torch_probe
+
+    info = tmp_path / "torchvision-0.28.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: torchvision\nVersion: 0.28.0\n")
+    pkg = tmp_path / "torchvision"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(
+        "raise RuntimeError('operator torchvision::nms does not exist')\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "torchvision", raising=False)
+    record = torch_probe.companion_facts()["torchvision"]
+    assert record["imported"] is False
+    assert record["error"] == {
+        "type": "RuntimeError",
+        "message": "operator torchvision::nms does not exist",
+    }
