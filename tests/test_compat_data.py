@@ -86,3 +86,41 @@ def test_exact_companion_versions():
 def test_glibc_below_2_28_gets_torch_2_6():
     assert compat.newest_for_glibc((2, 17)) == "2.6"
     assert compat.newest_for_glibc((2, 5)) is None
+
+
+def _fake_pypi() -> dict[str, dict]:
+    """PyPI's index as scripts/check_compat.py reads it, built from the tables themselves."""
+    files, versions = [], {p: set() for p in ("torchvision", "torchaudio", "torchtext", "triton")}
+    for row in compat.RELEASES.values():
+        lo, hi = (compat.parse_version(v)[1] for v in row.python)
+        files += [
+            {"filename": f"torch-{row.latest}-cp3{m}-cp3{m}-{row.manylinux}_x86_64.whl"}
+            for m in range(lo, hi + 1)
+        ]
+        for pkg in versions:
+            exact = compat.companion_version(pkg, row.latest)
+            if exact:
+                versions[pkg].add(exact)
+            if getattr(row, pkg):
+                versions[pkg].add(f"{getattr(row, pkg)}.0")
+    return {"torch": {"files": files}, **{p: {"versions": sorted(v)} for p, v in versions.items()}}
+
+
+def test_pypi_check_reports_a_companion_missing_from_pypi():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "check_compat",
+        compat.__file__.replace("torchdoctor/data/compat.py", "scripts/check_compat.py"),
+    )
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    indexes = _fake_pypi()
+    assert script.problems(indexes) == []
+    indexes["torchvision"]["versions"].remove("0.28.0")
+    indexes["torch"]["files"] = [
+        f for f in indexes["torch"]["files"] if not f["filename"].startswith("torch-2.15.0-cp315")
+    ]
+    found = script.problems(indexes)
+    assert "torch 2.13.0: torchvision 0.28.0 is not on PyPI" in found
+    assert any(p.startswith("torch 2.15.0: PyPI has Python 3.11–3.14") for p in found)
