@@ -234,3 +234,12 @@ def test_driver_too_old_found_version_10020_on_python_3_11_offers_a_torch_1_12_e
             "--extra-index-url https://download.pytorch.org/whl/cu102",
             "torchdoctor check --python venv-torch1.12/bin/python",
         )
+
+
+def test_source_build_on_blackwell_gets_the_releases_published_wheel_not_its_own_version(facts):
+    f = facts("cpu_source_build_driver_440")
+    f["torch"]["version"] = "2.7.0a0+git1341794"
+    f["nvml"] = facts("rtx5090_cu124_wheel")["nvml"]
+    f["platform"]["python_version"] = "3.11.7"
+    cmd = judge(f, "cuda.available").remedies[0].commands[0]
+    assert "torch==2.7.1 --index-url https://download.pytorch.org/whl/cu128" in cmd

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shlex
 from dataclasses import dataclass
 from typing import Any
@@ -50,7 +51,9 @@ def pinned_family(
     version = compat.public_version(torch_version_of(facts))
     current = compat.torch_minor(version)
     release = release or current
-    exact = version if release == current and version else compat.latest_patch(release or "")
+    # A source build (2.7.0a0+git…) has no wheel of its own version: take the release's newest.
+    released = bool(version and re.fullmatch(r"\d+\.\d+\.\d+", version))
+    exact = version if release == current and released else compat.latest_patch(release or "")
     tagged = bool(variant and release and compat.index_args(release, variant)[1])
     pins = []
     for pkg in installed_family(facts):
