@@ -243,3 +243,11 @@ def test_source_build_on_blackwell_gets_the_releases_published_wheel_not_its_own
     f["platform"]["python_version"] = "3.11.7"
     cmd = judge(f, "cuda.available").remedies[0].commands[0]
     assert "torch==2.7.1 --index-url https://download.pytorch.org/whl/cu128" in cmd
+
+
+def test_torch_missing_on_python_3_10_installs_the_newest_release_with_a_3_10_wheel(facts):
+    # torch 2.15.0 on PyPI has wheels for CPython 3.11-3.15 only (checked by scripts/check_compat.py).
+    f = facts("torch_missing")
+    f["platform"]["python_version"] = "3.10.14"
+    cmd = judge(f, "torch.install").remedies[0].commands[0]
+    assert "'torch==2.14.*'" in cmd

@@ -48,7 +48,7 @@ INTEL_MAC_RELEASE = "2.2"
 
 def _missing(facts: Facts, ctx: Context) -> Verdict:
     variant, release = _install_choice(facts)
-    release = release or compat.newest_release()
+    release = release or compat.newest_release(dig(facts, "platform.python_version"))
     why = (
         f"an NVIDIA driver {dig(facts, 'nvml.driver_version')} is present, so the {variant} build fits"
         if variant != "cpu"

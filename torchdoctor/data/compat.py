@@ -305,8 +305,10 @@ class WheelChoice:
     support: str  # how the driver serves it: full | minor_compat | unknown (no driver judged)
 
 
-def newest_release() -> str:
-    return max(RELEASES, key=parse_version)
+def newest_release(python: str | None = None) -> str:
+    """The newest release in the tables, or the newest with a wheel for ``python``."""
+    fits = [m for m in RELEASES if _python_fits(m, python)] or list(RELEASES)
+    return max(fits, key=parse_version)
 
 
 def _python_fits(minor: str, python: str | None) -> bool:
