@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shlex
 import time
 import traceback
@@ -33,18 +34,22 @@ def _within_expectation(module: ModuleType, ctx: Context, v: Verdict) -> Verdict
     return v
 
 
-def verify_command(facts: Facts, check_id: str) -> str:
-    """Re-run just this check against the interpreter that was examined."""
-    exe = dig(facts, "platform.executable") or dig(facts, "collected.python")
-    python = f" --python {shlex.quote(exe)}" if exe else ""
+_PIP = re.compile(r"^(\S+) -m pip install ")
+
+
+def verify_command(facts: Facts, check_id: str, commands: tuple[str, ...] = ()) -> str:
+    """Re-run just this check against the interpreter the fix installed into (a new virtual
+    environment for an externally managed Python), else the one that was examined."""
+    installed = next((m.group(1) for m in map(_PIP.match, commands) if m), None)
+    exe = installed or dig(facts, "platform.executable") or dig(facts, "collected.python")
+    python = f" --python {exe if installed else shlex.quote(exe)}" if exe else ""
     return f"torchdoctor check{python} --only {check_id}"
 
 
 def _with_verify(facts: Facts, check_id: str, remedies: list[Remedy]) -> list[Remedy]:
     """Every fix that runs commands ends with the command that shows whether it worked."""
-    verify = verify_command(facts, check_id)
     return [
-        replace(r, commands=(*r.commands, verify))
+        replace(r, commands=(*r.commands, verify_command(facts, check_id, r.commands)))
         if r.commands and not any(c.startswith("torchdoctor check") for c in r.commands)
         else r
         for r in remedies
