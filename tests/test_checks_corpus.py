@@ -257,7 +257,8 @@ def test_companion_fix_keeps_the_cuda_build_and_pins_versions(facts):
     result = judge(f, "torch.install")
     cmd = result.remedies[0].commands[0]
     assert "whl/cu130" in cmd and "whl/cpu" not in cmd
-    assert "torch==2.13.0" in cmd and "'torchvision==0.28.*'" in cmd
+    # Only the companion moves, to the exact build for this torch; torch itself is left alone.
+    assert "--no-deps 'torchvision==0.28.0'" in cmd and "torch==" not in cmd
 
 
 def test_missing_library_fix_removes_only_the_torch_wheel_set(facts):

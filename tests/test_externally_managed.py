@@ -41,8 +41,9 @@ def test_error_externally_managed_environment_torch_missing_installs_into_a_venv
     fix = remedies(debian_system(facts("torch_missing")))[0]
     assert fix.commands == (
         f"{SYSTEM_PY} -m venv .venv",
-        ".venv/bin/python -m pip install 'torch==2.14.*' --index-url "
+        ".venv/bin/python -m pip install 'torch==2.15.*' --index-url "
         "https://download.pytorch.org/whl/cpu",
+        "torchdoctor check --python .venv/bin/python --only torch.install",
     )
     assert "externally-managed-environment" in fix.text and "pipx" in fix.text
 
@@ -92,5 +93,11 @@ def test_error_externally_managed_environment_is_detected_on_a_real_interpreter(
     doc = json.loads(proc.stdout)
     assert doc["facts"]["platform"]["externally_managed"] == str(marker)
     fix = doc["checks"][0]["remedies"][0]
-    assert fix["commands"][-2].endswith(" -m venv .venv")
-    assert fix["commands"][-1].startswith(".venv/bin/python -m pip install 'torch==")
+    assert fix["commands"][-3].endswith(" -m venv .venv")
+    assert fix["commands"][-2].startswith(".venv/bin/python -m pip install 'torch==")
+    assert fix["commands"][-1] == "torchdoctor check --python .venv/bin/python --only torch.install"
+
+
+def test_verify_step_checks_the_venv_the_fix_installed_into(facts):
+    commands = remedies(debian_system(facts("torch_missing")))[0].commands
+    assert commands[-1] == "torchdoctor check --python .venv/bin/python --only torch.install"

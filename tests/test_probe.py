@@ -3,6 +3,7 @@ and the real torch probe against the CPU torch installed here."""
 
 from __future__ import annotations
 
+import platform
 import sys
 import textwrap
 import time
@@ -125,3 +126,40 @@ def test_real_torch_probe_on_cpu_torch():
     assert torch["build"]["variant"] == ("cuda" if real_torch.version.cuda else "cpu")
     assert torch["build"]["num_threads"] == real_torch.get_num_threads()
     assert run.stages["packages"]["distributions"]["torch"]["version"] == real_torch.__version__
+
+
+def test_probe_reads_distro_glibc_cpu_flags_and_conda_meta(tmp_path):
+    sys.path.insert(0, str(Path(__file__).parents[1] / "torchdoctor" / "probes"))
+    import torch_probe
+
+    meta = tmp_path / "conda-meta"
+    meta.mkdir()
+    (meta / "pytorch-2.5.1-py3.11_cuda12.4_cudnn9.1.0_0.json").write_text("{}")
+    (meta / "zlib-1.3.1-h4ab18f5_1.json").write_text("{}")
+    assert torch_probe._conda_packages(str(tmp_path)) == {"pytorch": "2.5.1"}
+    facts = torch_probe.linux_facts()
+    assert facts["glibc"] == platform.libc_ver()[1]
+    assert isinstance(facts["cpu"]["isa"], list) and facts["cpu"]["model"]
+
+
+def test_probe_records_a_companions_real_import_error(tmp_path, monkeypatch):
+    """A torchvision whose C++ ops do not load: the probe keeps its error, not just its version."""
+    sys.path.insert(0, str(Path(__file__).parents[1] / "torchdoctor" / "probes"))
+    import torch_probe
+
+    info = tmp_path / "torchvision-0.28.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: torchvision\nVersion: 0.28.0\n")
+    pkg = tmp_path / "torchvision"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(
+        "raise RuntimeError('operator torchvision::nms does not exist')\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "torchvision", raising=False)
+    record = torch_probe.companion_facts()["torchvision"]
+    assert record["imported"] is False
+    assert record["error"] == {
+        "type": "RuntimeError",
+        "message": "operator torchvision::nms does not exist",
+    }

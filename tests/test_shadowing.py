@@ -103,9 +103,11 @@ def test_torch_py_in_cwd_on_pythonpath_is_reported_and_does_not_fool_the_probe(t
     shadow = checks["torch.shadowing"]
     assert shadow["status"] == "fail"
     assert str(tmp_path / "torch.py") in shadow["summary"]
-    assert shadow["remedies"][0]["commands"] == [
+    assert shadow["remedies"][0]["commands"][0] == (
         f"mv {tmp_path / 'torch.py'} {tmp_path / 'torch_local.py'}"
-    ]
+    )
+    # The fix ends with the command that verifies it.
+    assert shadow["remedies"][0]["commands"][-1].endswith("--only torch.shadowing")
 
 
 @needs_torch

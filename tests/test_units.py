@@ -53,13 +53,15 @@ def test_pick_wheel_covers_the_gpu():
     assert _pick("2.13.0", "580.159.04", [(6, 0)]) == ("2.13", "cu126", "full")  # Pascal: cu126
     assert _pick("2.13.0", "470.256.02", [(3, 7)]) == ("2.7", "cu118", "minor_compat")  # K80
     assert _pick("2.13.0", "580.159.04", [(12, 0)]) == ("2.13", "cu130", "full")  # Blackwell
-    assert _pick("2.6.0", "580.159.04", [(12, 0)]) is None  # no Blackwell before 2.7 cu128
+    # No Blackwell before 2.7 cu128: the smallest move up (issue 13: RTX 5090 on cu124).
+    assert _pick("2.6.0", "580.159.04", [(12, 0)]) == ("2.7", "cu128", "full")
 
 
 def test_pick_wheel_for_releases_outside_the_table():
     assert _pick("2.3.1", "520.61.05") == ("2.3", "cu118", "full")
-    assert _pick("2.0.1", "580.159.04")[0] == "2.1"  # older than the table: its oldest row
-    assert _pick("2.99.0", "580.159.04")[0] == "2.14"  # newer than the table: its newest row
+    assert _pick("2.0.1", "580.159.04") == ("2.0", "cu118", "full")  # the table reaches 1.8
+    assert _pick("1.7.1", "580.159.04")[0] == "1.8"  # older than the table: its oldest row
+    assert _pick("2.99.0", "580.159.04")[0] == "2.15"  # newer than the table: its newest row
 
 
 def test_driver_support_pads_short_versions():

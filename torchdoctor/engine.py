@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import re
+import shlex
 import time
 import traceback
 from collections.abc import Iterable
+from dataclasses import replace
 from types import ModuleType
 
 from . import __version__, externally_managed
 from .checks import ALL
 from .checks.common import Context, not_in_report
-from .facts import Facts
+from .facts import Facts, dig
 from .findings import Selection, normalise_fail_on
 from .model import CheckResult, Remedy, Report, Status, Verdict
 
@@ -31,6 +34,28 @@ def _within_expectation(module: ModuleType, ctx: Context, v: Verdict) -> Verdict
     return v
 
 
+_PIP = re.compile(r"^(\S+) -m pip install ")
+
+
+def verify_command(facts: Facts, check_id: str, commands: tuple[str, ...] = ()) -> str:
+    """Re-run just this check against the interpreter the fix installed into (a new virtual
+    environment for an externally managed Python), else the one that was examined."""
+    installed = next((m.group(1) for m in map(_PIP.match, commands) if m), None)
+    exe = installed or dig(facts, "platform.executable") or dig(facts, "collected.python")
+    python = f" --python {exe if installed else shlex.quote(exe)}" if exe else ""
+    return f"torchdoctor check{python} --only {check_id}"
+
+
+def _with_verify(facts: Facts, check_id: str, remedies: list[Remedy]) -> list[Remedy]:
+    """Every fix that runs commands ends with the command that shows whether it worked."""
+    return [
+        replace(r, commands=(*r.commands, verify_command(facts, check_id, r.commands)))
+        if r.commands and not any(c.startswith("torchdoctor check") for c in r.commands)
+        else r
+        for r in remedies
+    ]
+
+
 def run_check(module: ModuleType, facts: Facts, ctx: Context) -> CheckResult:
     t0 = time.perf_counter()
     try:
@@ -39,6 +64,7 @@ def run_check(module: ModuleType, facts: Facts, ctx: Context) -> CheckResult:
             module, ctx, module.check(facts, ctx)
         )
         v.remedies = externally_managed.adapt(v.remedies, facts)
+        v.remedies = _with_verify(facts, module.ID, v.remedies)
         result = CheckResult(module.ID, module.TITLE, v.status, v.summary, v.details, v.remedies)
     except Exception as exc:  # noqa: BLE001 - one broken check must not lose the report
         result = CheckResult(

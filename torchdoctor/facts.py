@@ -76,7 +76,7 @@ def torch_facts_from_run(run: ProbeRun) -> dict[str, Any]:
         torch["error"] = imp_err
     elif run.status in ("timeout", "crashed", "failed", "not_started"):
         torch["status"] = run.status if run.status != "failed" else "probe_failed"
-    for name in ("build", "cuda", "cuda.init", "mps", "libs", "rocm", "xpu"):
+    for name in ("build", "cuda", "cuda.init", "mps", "libs", "companions", "rocm", "xpu"):
         if name in run.stages:
             torch[name.replace(".", "_")] = run.stages[name]
     stage_errors = {k.replace(".", "_"): v for k, v in run.errors.items() if k != "import"}

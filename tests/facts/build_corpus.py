@@ -1,7 +1,11 @@
 """Builds the constructed facts corpus from the facts recorded on the CPU machine.
 
-``cpu_linux.json`` is real: ``torchdoctor check --dump-facts tests/facts/cpu_linux.json`` on the
-2-core CPU CI machine (torch 2.13.0+cpu). Every other file starts from it and changes only what
+``cpu_linux.json`` and ``torchvision_nms_cpu_torch.json`` are real: the second is
+``torchdoctor check --python VENV/bin/python --no-smoke --dump-facts …`` on a venv where
+``pip install torch==2.13.0 torchvision`` gave PyPI's cu130 torchvision beside the CPU torch
+(``RuntimeError: operator torchvision::nms does not exist``). ``cpu_linux.json`` is
+``torchdoctor check --dump-facts tests/facts/cpu_linux.json`` on the 2-core CPU CI machine
+(torch 2.13.0+cpu). Every other file starts from it and changes only what
 differs on the machine it models, with figures from public reports (compat-tables.md: a real H100
 ran torch 2.11.0+cu130, driver 580.159.04, 132 SMs, 81559 MiB). Run this script to rebuild them:
 
@@ -483,6 +487,249 @@ def xpu_no_devices() -> dict[str, Any]:
     return f
 
 
+# --- issue 13: what people actually hit, rebuilt from public reports ---------------------------
+# torch's own list in "… is not compatible with the current PyTorch installation. The current
+# PyTorch install supports CUDA capabilities …" (data/compat.py, arch lists).
+CU12_ARCHS = ["sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86", "sm_90"]
+CU128_27_ARCHS = [*CU128_ARCHS, "compute_120"]
+
+
+def not_compatible(name: str, cap: list[int], archs: list[str]) -> str:
+    sm = f"sm_{cap[0]}{cap[1]}"
+    return (
+        f"UserWarning: {name} with CUDA capability {sm} is not compatible with the current PyTorch "
+        f"installation. The current PyTorch install supports CUDA capabilities {' '.join(archs)}. "
+        "If you want to use the GPU with PyTorch, please check the instructions at "
+        "https://pytorch.org/get-started/locally/"
+    )
+
+
+def gpu_on_wheel(
+    version: str, cuda: str, archs: list[str], gpu: dict[str, Any], driver: str, api: int, sms: int
+) -> dict[str, Any]:
+    """A CUDA wheel whose arch list may not cover the GPU: torch still lists the device."""
+    f = base()
+    cuda_build(f, version, cuda, archs)
+    f["nvml"] = nvml(driver, api, [gpu])
+    f["torch"]["cuda"] = {
+        "available": True,
+        "device_count": 1,
+        "devices": torch_devices([gpu], sms),
+    }
+    if tuple(int(x) for x in version.split("+")[0].split(".")[:2]) < (2, 3):
+        f["packages"]["distributions"]["numpy"]["version"] = "1.26.4"  # what such an env had
+    cap = gpu["capability"]
+    if not any(
+        a.startswith("sm_")
+        and int(a[3:].rstrip("af")) // 10 == cap[0]
+        and int(a[3:].rstrip("af")) % 10 <= cap[1]
+        for a in archs
+    ):
+        f["torch"]["cuda"]["warnings"] = [not_compatible(gpu["name"], cap, archs)]
+    return f  # fmt: skip
+
+
+def rtx5090_cu124_wheel() -> dict[str, Any]:
+    """RTX 5090 (sm_120) on torch 2.6.0+cu124, driver 570: 'no kernel image is available'."""
+    gpu = nvml_gpu("NVIDIA GeForce RTX 5090", [12, 0], 32607)
+    return gpu_on_wheel("2.6.0+cu124", "12.4", CU12_ARCHS, gpu, "570.133.07", 12080, 170)
+
+
+def rtx5060ti_cu126_wheel() -> dict[str, Any]:
+    """RTX 5060 Ti (sm_120) on torch 2.7.0+cu126 (PyPI's default for 2.7), driver 575."""
+    gpu = nvml_gpu("NVIDIA GeForce RTX 5060 Ti", [12, 0], 16311)
+    return gpu_on_wheel("2.7.0+cu126", "12.6", CU12_ARCHS, gpu, "575.64.03", 12090, 36)
+
+
+def gtx1080_cu128_wheel() -> dict[str, Any]:
+    """GTX 1080 (Pascal, sm_61) on torch 2.7.0+cu128: Pascal is not in the cu128 list."""
+    gpu = nvml_gpu("NVIDIA GeForce GTX 1080", [6, 1], 8192, pcie=(3, 16))
+    return gpu_on_wheel("2.7.0+cu128", "12.8", CU128_27_ARCHS, gpu, "570.133.07", 12080, 20)
+
+
+def k80_new_torch() -> dict[str, Any]:
+    """Tesla K80 (Kepler, sm_37) with driver 470 (its last branch) on torch 2.13.0+cu126."""
+    gpu = nvml_gpu("Tesla K80", [3, 7], 11441, pcie=(3, 16))
+    return gpu_on_wheel("2.13.0+cu126", "12.6", CU12_ARCHS, gpu, "470.256.02", 11040, 13)
+
+
+def cpu_source_build_driver_440() -> dict[str, Any]:
+    """A CPU-only source build of torch on a T4 whose driver (440) dates from CUDA 10.2, Python 3.8."""
+    f = base()
+    f["nvml"] = nvml("440.100", 10020, [nvml_gpu("Tesla T4", [7, 5], 15109, pcie=(3, 16))])
+    f["torch"]["version"] = "2.4.0a0+gitd990dad"
+    f["packages"]["distributions"]["torch"]["version"] = "2.4.0a0+gitd990dad"
+    f["platform"]["python_version"] = "3.8.10"
+    return f
+
+
+def cu126_wheel_driver_440() -> dict[str, Any]:
+    """torch 2.13.0+cu126 on Python 3.11 with a T4 whose driver 440 serves CUDA 10.2 at most:
+    'The NVIDIA driver on your system is too old (found version 10020)'."""
+    gpu = nvml_gpu("Tesla T4", [7, 5], 15109, pcie=(3, 16))
+    f = gpu_on_wheel("2.13.0+cu126", "12.6", CU12_ARCHS, gpu, "440.100", 10020, 40)
+    f["torch"]["cuda"] = {"available": False, "device_count": 0, "devices": [], "warnings": [
+        "UserWarning: CUDA initialization: The NVIDIA driver on your system is too old (found "
+        "version 10020). Please update your GPU driver by downloading and installing a new version "
+        "from the URL: http://www.nvidia.com/Download/index.aspx Alternatively, go to: "
+        "https://pytorch.org to install a PyTorch version that has been compiled with your version "
+        "of the CUDA driver."]}  # fmt: skip
+    return f
+
+
+def torch113_torchaudio2() -> dict[str, Any]:
+    """torch 1.13.1+cu117 with torchaudio 2.0.2 (pip upgraded torchaudio alone)."""
+    f = gpu_on_wheel("1.13.1+cu117", "11.7", ["sm_37", "sm_50", "sm_60", "sm_70", "sm_75",
+                     "sm_80", "sm_86"], nvml_gpu("NVIDIA A10G", [8, 6], 23028), "525.85.12",
+                     12000, 80)  # fmt: skip
+    f["packages"]["distributions"]["torchaudio"] = {
+        "version": "2.0.2", "location": f["packages"]["distributions"]["torch"]["location"],
+        "requires": ["torch (==2.0.1)"],
+    }  # fmt: skip
+    f["torch"]["companions"] = {
+        "torchaudio": {"imported": False, "error": {"type": "OSError", "message": (
+            "/venv/lib/python3.10/site-packages/torchaudio/lib/libtorchaudio.so: undefined symbol: "
+            "_ZN3c104impl3cow11cow_deleterEPv")}}
+    }  # fmt: skip
+    return f
+
+
+def cuda_init_error(f: dict[str, Any], error: str) -> None:
+    """torch.cuda.is_available() is False with torch's warning for a failed cudaGetDeviceCount()."""
+    f["torch"]["cuda"] = {
+        "available": False,
+        "device_count": 0,
+        "devices": [],
+        "warnings": [
+            "UserWarning: CUDA initialization: Unexpected error from cudaGetDeviceCount(). Did you "
+            "run some cuda functions before calling NumCudaDevices() that might have already set an "
+            f"error? {error} (Triggered internally at /pytorch/c10/cuda/CUDAFunctions.cpp:109.)"
+        ],
+    }
+    f["torch"].pop("cuda_init", None)
+
+
+def error804_geforce_compat() -> dict[str, Any]:
+    """A CUDA 13 container with cuda-compat on an RTX 4090 host with driver 535 (CUDA 12.2)."""
+    f = h100_wheels()
+    gpu = nvml_gpu("NVIDIA GeForce RTX 4090", [8, 9], 24564, pcie=(4, 16))
+    f["nvml"] = nvml("535.183.01", 12020, [gpu])
+    f["env"]["LD_LIBRARY_PATH"] = "/usr/local/cuda/compat/lib64:/usr/local/nvidia/lib64"
+    for lib in f["torch"]["libs"]["loaded"]:
+        if lib["component"] == "cuda_driver":
+            lib.update(
+                path="/usr/local/cuda/compat/lib64/libcuda.so.580.65.06", version="580.65.06"
+            )
+    f["torch"]["libs"]["ld_library_path"] = [
+        {"dir": "/usr/local/cuda/compat/lib64", "real": "/usr/local/cuda-13.0/compat/lib64",
+         "exists": True, "libs": ["libcuda.so.1", "libcuda.so.580.65.06"]},
+    ]  # fmt: skip
+    cuda_init_error(f, "Error 804: forward compatibility was attempted on non supported HW")
+    f["smoke"] = {"enabled": False}
+    return f
+
+
+def nvml_driver_mismatch() -> dict[str, Any]:
+    """apt upgraded the driver 535 -> 550 and nobody rebooted: nvidia-smi says 'Failed to
+    initialize NVML: Driver/library version mismatch'."""
+    f = h100_wheels()
+    f["nvml"] = {
+        "status": "unavailable",
+        "error": "NVMLError_LibRmVersionMismatch: RM has detected an NVML/RM version mismatch.",
+    }
+    f["host"]["nvidia"]["proc_driver_version"] = (
+        "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.183.01  Sun May 12 19:39:15 UTC 2024"
+    )
+    for lib in f["torch"]["libs"]["loaded"]:
+        if lib["component"] == "cuda_driver":
+            lib.update(path="/usr/lib/x86_64-linux-gnu/libcuda.so.550.127.05", version="550.127.05")
+    cuda_init_error(f, "Error 803: system has unsupported display driver / cuda driver combination")
+    f["smoke"] = {"enabled": False}
+    return f
+
+
+CU11_ARCHS = ["sm_37", "sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86"]
+
+
+def rtx3090_cu102_wheel() -> dict[str, Any]:
+    """RTX 3090 (sm_86) on torch 1.8.1+cu102: 'supports CUDA capabilities sm_37 sm_50 sm_60 sm_70'."""
+    gpu = nvml_gpu("GeForce RTX 3090", [8, 6], 24268, pcie=(4, 16))
+    f = gpu_on_wheel("1.8.1+cu102", "10.2", CU11_ARCHS[:4], gpu, "460.73.01", 11020, 82)
+    f["platform"]["python_version"] = "3.8.10"
+    return f
+
+
+def h100_cu117_wheel() -> dict[str, Any]:
+    """H100 (sm_90) on torch 1.13.1+cu117: '… supports CUDA capabilities sm_37 … sm_86'."""
+    gpu = nvml_gpu("NVIDIA H100 PCIe", [9, 0], 81559)
+    f = gpu_on_wheel("1.13.1+cu117", "11.7", CU11_ARCHS, gpu, "525.85.12", 12000, 114)
+    f["platform"]["python_version"] = "3.10.12"
+    return f
+
+
+def xformers_other_torch() -> dict[str, Any]:
+    """'xFormers was built for: PyTorch 2.1.1+cu121 … (you have 2.2.0+cu121)': pip moved torch."""
+    gpu = nvml_gpu("NVIDIA A100-SXM4-80GB", [8, 0], 81920)
+    f = gpu_on_wheel("2.2.0+cu121", "12.1", CU12_ARCHS, gpu, "535.183.01", 12020, 108)
+    loc = f["packages"]["distributions"]["torch"]["location"]
+    f["packages"]["distributions"]["xformers"] = {
+        "version": "0.0.23", "location": loc, "requires": ["numpy", "torch ==2.1.1"]}  # fmt: skip
+    f["torch"]["companions"] = {"xformers": {"imported": True, "version": "0.0.23"}}
+    return f
+
+
+def torchvision_upgraded_alone() -> dict[str, Any]:
+    """`pip install -U torchvision` beside torch 2.0.1+cu118 left torchvision 0.16.0 (torch 2.1's)."""
+    gpu = nvml_gpu("NVIDIA GeForce RTX 4090", [8, 9], 24564, pcie=(4, 16))
+    f = gpu_on_wheel("2.0.1+cu118", "11.8", [*CU11_ARCHS, "sm_90"], gpu, "535.183.01", 12020, 128)
+    loc = f["packages"]["distributions"]["torch"]["location"]
+    f["packages"]["distributions"]["torchvision"] = {
+        "version": "0.16.0+cu118", "location": loc, "requires": ["numpy", "torch (==2.1.0)"]}  # fmt: skip
+    f["torch"]["companions"] = {"torchvision": {"imported": False, "error": {
+        "type": "RuntimeError", "message": "operator torchvision::nms does not exist"}}}  # fmt: skip
+    return f
+
+
+def centos7_glibc217() -> dict[str, Any]:
+    """CentOS 7 (glibc 2.17): pip says 'No matching distribution found for torch==2.7.0'."""
+    f = base()
+    f["platform"].update(glibc="2.17", libc="glibc 2.17", distro={
+        "id": "centos", "name": "CentOS Linux", "version_id": "7",
+        "pretty_name": "CentOS Linux 7 (Core)"})  # fmt: skip
+    return f
+
+
+def no_avx2_sigill() -> dict[str, Any]:
+    """A VM with a generic CPU model (no AVX2): `import torch` dies with 'Illegal instruction'."""
+    f = base()
+    f["platform"]["cpu"] = {"model": "QEMU Virtual CPU version 2.5+", "isa": ["sse4_2"]}
+    f["torch"] = {"status": "crashed"}
+    f["probe"]["torch"].update(status="crashed", signal="SIGILL", unfinished_stage="import",
+                               returncode=-4, message="probe was killed by SIGILL during: import")  # fmt: skip
+    f["smoke"] = {"enabled": False}
+    return f
+
+
+def jetson_cpu_wheel() -> dict[str, Any]:
+    """A Jetson Orin with PyPI's aarch64 torch: 'Torch not compiled with CUDA enabled'."""
+    f = base()
+    f["platform"].update(machine="aarch64", jetson="# R36 (release), REVISION: 4.0, GCID: 37537400, "
+                         "BOARD: generic, EABI: aarch64, DATE: Fri Sep 13 04:36:44 UTC 2024",
+                         cpu={"model": None, "isa": ["asimd"]})  # fmt: skip
+    return f
+
+
+def conda_and_pip_torch() -> dict[str, Any]:
+    """`conda install pytorch` then `pip install torch` into the same environment."""
+    f = base()
+    f["platform"]["conda_packages"] = {
+        "pytorch": "2.5.1",
+        "pytorch-cuda": "12.4",
+        "mkl": "2023.1.0",
+    }
+    return f
+
+
 CORPUS = {
     "h100_healthy": h100_healthy,
     "driver_too_old": driver_too_old,
@@ -498,6 +745,23 @@ CORPUS = {
     "nvcc_mismatch": nvcc_mismatch,
     "rocm_gfx1031": rocm_gfx1031,
     "xpu_no_devices": xpu_no_devices,
+    "rtx5090_cu124_wheel": rtx5090_cu124_wheel,
+    "rtx5060ti_cu126_wheel": rtx5060ti_cu126_wheel,
+    "gtx1080_cu128_wheel": gtx1080_cu128_wheel,
+    "k80_new_torch": k80_new_torch,
+    "cpu_source_build_driver_440": cpu_source_build_driver_440,
+    "torch113_torchaudio2": torch113_torchaudio2,
+    "cu126_wheel_driver_440": cu126_wheel_driver_440,
+    "error804_geforce_compat": error804_geforce_compat,
+    "nvml_driver_mismatch": nvml_driver_mismatch,
+    "rtx3090_cu102_wheel": rtx3090_cu102_wheel,
+    "h100_cu117_wheel": h100_cu117_wheel,
+    "xformers_other_torch": xformers_other_torch,
+    "torchvision_upgraded_alone": torchvision_upgraded_alone,
+    "centos7_glibc217": centos7_glibc217,
+    "no_avx2_sigill": no_avx2_sigill,
+    "jetson_cpu_wheel": jetson_cpu_wheel,
+    "conda_and_pip_torch": conda_and_pip_torch,
 }
 
 if __name__ == "__main__":

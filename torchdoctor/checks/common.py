@@ -93,33 +93,51 @@ def not_in_report(facts: Facts, needs: tuple[str, ...] | None) -> Verdict | None
     )
 
 
+# Companions built against one torch release (C++ ABI): reinstalled with torch, pinned exactly.
+PAIRED = ("torchvision", "torchaudio", "torchtext")
+# Packages that carry a CUDA local tag (+cu128) on the wheel indexes.
+TAGGED = ("torch", "torchvision", "torchaudio")
+
+
 def installed_family(facts: Facts) -> list[str]:
     """torch plus the companions that are installed and must come from the same index."""
     dists = dig(facts, "packages.distributions", {})
-    return ["torch"] + [p for p in ("torchvision", "torchaudio") if p in dists]
+    return ["torch"] + [p for p in PAIRED if p in dists]
 
 
-def pinned_family(facts: Facts, release: str | None = None) -> list[str]:
-    """Requirement strings for torch and its installed companions, pinned so a fix never moves
-    torch to another release by accident: this exact version, or ``release`` when it must."""
-    version = compat.public_version(dig(facts, "torch.version")) or dig(
-        facts, "packages.distributions.torch.version"
-    )
+def torch_version_of(facts: Facts) -> str | None:
+    return dig(facts, "torch.version") or dig(facts, "packages.distributions.torch.version")
+
+
+def pinned_family(
+    facts: Facts, release: str | None = None, variant: str | None = None
+) -> list[str]:
+    """Exact requirement strings for torch and its installed companions, so a fix never moves
+    torch to another release by accident: this exact version, or ``release``'s newest patch.
+    A companion with no release for that torch is left out (installing it would move torch)."""
+    version = compat.public_version(torch_version_of(facts))
     current = compat.torch_minor(version)
     release = release or current
+    # A source build (2.7.0a0+git…) has no wheel of its own version: take the release's newest.
+    released = bool(version and re.fullmatch(r"\d+\.\d+\.\d+", version))
+    exact = version if release == current and released else compat.latest_patch(release or "")
+    tagged = bool(variant and release and compat.index_args(release, variant)[1])
     pins = []
     for pkg in installed_family(facts):
-        if pkg == "torch":
-            pins.append(
-                f"torch=={compat.public_version(version)}"
-                if release == current and version
-                else f"torch=={release}.*"
-            )
-        elif release and compat.companion_minor(pkg, release):
-            pins.append(f"{pkg}=={compat.companion_minor(pkg, release)}.*")
-        else:
-            pins.append(pkg)
-    return [quote(facts, p) for p in pins]
+        pin = exact if pkg == "torch" else compat.companion_version(pkg, exact)
+        if not pin:
+            continue
+        tag = f"+{variant}" if tagged and pkg in TAGGED else ""
+        pins.append(quote(facts, f"{pkg}=={pin}{tag}"))
+    return pins
+
+
+def unpaired_companions(facts: Facts, release: str | None = None) -> list[str]:
+    """Installed companions that have no release built for ``release`` (torchaudio on 2.12+)."""
+    release = release or compat.torch_minor(torch_version_of(facts))
+    return [
+        p for p in installed_family(facts)[1:] if release and not compat.companion_minor(p, release)
+    ]
 
 
 def current_variant(facts: Facts) -> str | None:
@@ -137,42 +155,117 @@ def current_variant(facts: Facts) -> str | None:
 def install_command(
     facts: Facts, variant: str, release: str | None = None, force: bool = True
 ) -> str:
-    """pip install of torch and its installed companions, pinned, from one wheel index."""
-    pkgs = " ".join(pinned_family(facts, release))
-    url = compat.INDEX_URL.format(variant=variant)
+    """pip install of torch and its installed companions, pinned exactly, from one wheel index."""
+    release = release or compat.torch_minor(torch_version_of(facts)) or compat.newest_release()
+    pkgs = " ".join(pinned_family(facts, release, variant))
+    index, _ = compat.index_args(release, variant)
     flag = " --force-reinstall" if force else ""
-    return f"{python_cmd(facts)} install{flag} {pkgs} --index-url {url}"
+    return f"{python_cmd(facts)} install{flag} {pkgs} {index}"
 
 
 def reinstall_torch(facts: Facts, variant: str, why: str, release: str | None = None) -> Remedy:
     """Reinstall torch (and its installed companions) from one wheel index, versions pinned."""
-    which = f"torch {release}" if release else "torch"
+    which = f"torch {compat.latest_patch(release)}" if release else "torch"
     companions = " and its companions" if len(installed_family(facts)) > 1 else ""
-    return Remedy(
-        f"{why} Reinstall {which}{companions} from the {variant} index so they match each other.",
-        (install_command(facts, variant, release),),
-    )
+    text = f"{why} Reinstall {which}{companions} from the {variant} index so they match each other."
+    commands = [install_command(facts, variant, release)]
+    orphans = unpaired_companions(facts, release)
+    if orphans:
+        text += f" No {' or '.join(orphans)} release is built for that torch: remove it."
+        commands.insert(0, f"{python_cmd(facts)} uninstall -y {' '.join(orphans)}")
+    return Remedy(text, tuple(commands))
+
+
+def gpu_capabilities(facts: Facts) -> list[tuple[int, int]]:
+    return [tuple(g["capability"]) for g in nvml_gpus(facts) if g.get("capability")]
 
 
 def wheel_for(
-    facts: Facts, capabilities: list[tuple[int, int]] | None = None
+    facts: Facts,
+    capabilities: list[tuple[int, int]] | None = None,
+    any_driver: bool = False,
+    any_python: bool = False,
 ) -> compat.WheelChoice | None:
-    """The CUDA wheel the detected driver serves and whose arch list covers the GPUs."""
+    """The CUDA wheel the detected driver serves (any driver with ``any_driver``: what to install
+    after a driver upgrade), whose arch list covers the GPUs and that has a wheel for this Python
+    (any Python with ``any_python``)."""
     if capabilities is None:
-        capabilities = [tuple(g["capability"]) for g in nvml_gpus(facts) if g.get("capability")]
-    version = dig(facts, "torch.version") or dig(facts, "packages.distributions.torch.version")
-    return compat.pick_wheel(version, dig(facts, "nvml.driver_version"), capabilities)
+        capabilities = gpu_capabilities(facts)
+    driver = None if any_driver else dig(facts, "nvml.driver_version")
+    python = None if any_python else dig(facts, "platform.python_version")
+    return compat.pick_wheel(torch_version_of(facts), driver, capabilities, python)
+
+
+def keep_driver_fixes(
+    facts: Facts, capabilities: list[tuple[int, int]] | None, why: str
+) -> list[Remedy]:
+    """A wheel this driver serves: for this Python, else in an environment with another Python."""
+    choice = wheel_for(facts, capabilities)
+    if choice:
+        return [install_wheel(facts, choice, why)]
+    other = wheel_for(facts, capabilities, any_python=True)
+    if not other:
+        return []
+    lo, hi = compat.RELEASES[other.release].python
+    version = compat.latest_patch(other.release)
+    index, tagged = compat.index_args(other.release, other.variant)
+    tag = f"+{other.variant}" if tagged else ""
+    env = f"venv-torch{other.release}"
+    return [
+        Remedy(
+            f"{why} This driver runs torch {version} ({other.variant}), which has wheels for "
+            f"Python {lo}–{hi} only: create an environment with such a Python and install it.",
+            (
+                f"python{hi} -m venv {env}",
+                f"{env}/bin/python -m pip install 'torch=={version}{tag}' {index}",
+                f"torchdoctor check --python {env}/bin/python",
+            ),
+        )
+    ]
+
+
+def wheel_fixes(facts: Facts, capabilities: list[tuple[int, int]] | None, why: str) -> list[Remedy]:
+    """The smallest change that works, in order: a wheel this driver serves (for this Python,
+    else another); a driver upgrade and the wheel it enables; a source build only when no
+    published wheel covers the GPUs."""
+    fixes = keep_driver_fixes(facts, capabilities, why)
+    if fixes and fixes[0].commands[0].startswith(python_cmd(facts)):
+        return fixes
+    later = wheel_for(facts, capabilities, any_driver=True)
+    if later:
+        need = compat.min_driver(later.variant)
+        fixes += [
+            upgrade_driver(need, f": the {later.variant} wheels need it"),
+            install_wheel(facts, later, f"{why} Then, with the new driver:"),
+        ]
+    if not fixes:
+        caps = " ".join(f"{c[0]}.{c[1]}" for c in capabilities or gpu_capabilities(facts))
+        fixes.append(
+            Remedy(
+                f"{why} No published wheel covers these GPUs; build torch from source with "
+                f'TORCH_CUDA_ARCH_LIST="{caps}".'
+            )
+        )
+    return fixes
 
 
 def install_wheel(facts: Facts, choice: compat.WheelChoice, why: str) -> Remedy:
     """reinstall_torch for a WheelChoice: same release when it fits, else the one that does."""
-    current = compat.torch_minor(
-        dig(facts, "torch.version") or dig(facts, "packages.distributions.torch.version")
-    )
+    current = compat.torch_minor(torch_version_of(facts))
     release = None if choice.release == current else choice.release
     caveat = " (through minor-version compatibility)" if choice.support == "minor_compat" else ""
     return reinstall_torch(
         facts, choice.variant, f"{why} The {choice.variant} build fits{caveat}.", release
+    )
+
+
+def upgrade_driver(need: str | None, then: str = "", facts: Facts | None = None) -> Remedy:
+    """Driver upgrades are OS-specific (Windows and WSL2 take the Windows driver); the command
+    after it confirms the version."""
+    return Remedy(
+        f"Upgrade the NVIDIA driver to {need or 'a newer release'} or later "
+        f"({driver_install_hint(facts or {})}){then}.",
+        ("nvidia-smi",),
     )
 
 

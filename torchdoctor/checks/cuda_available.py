@@ -8,18 +8,18 @@ from dataclasses import dataclass, field
 from ..data import compat
 from ..facts import Facts, dig
 from ..model import Remedy, Status, Verdict, verdict
-from . import container
+from . import container, driver_state
 from .common import (
     NO_CUDA_ON_MACOS,
     Context,
     driver_install_hint,
-    install_wheel,
+    keep_driver_fixes,
     nvml_gpus,
     probe_stuck,
     reinstall_torch,
     torch_ok,
     torch_unavailable,
-    wheel_for,
+    wheel_fixes,
 )
 
 ID = "cuda.available"
@@ -60,13 +60,17 @@ def _why_unavailable(facts: Facts, expect: str) -> Reason:
                 )
             ],
         )
+    for code, found in (
+        ("forward_compat", driver_state.forward_compat_problem(facts)),
+        ("driver_mismatch", driver_state.nvml_mismatch(facts)),
+    ):
+        if found:
+            return Reason(code, found[0], [found[1]])
     if "too old" in warnings or _driver_too_old(facts):
         remedies = [
             Remedy("Upgrade the NVIDIA driver (cuda.driver names the version).", ("nvidia-smi",))
         ]
-        choice = wheel_for(facts)
-        if choice:
-            remedies.append(install_wheel(facts, choice, "Or keep this driver."))
+        remedies += keep_driver_fixes(facts, None, "Or keep this driver.")
         found = re.search(r"found version \d+", warnings)
         return Reason(
             "driver_too_old",
@@ -183,18 +187,8 @@ def check(facts: Facts, ctx: Context) -> Verdict:
             f"a {variant}-only build of torch is installed, but this machine has "
             f"{len(gpus)} NVIDIA GPU(s): {names}"
         )
-        choice = wheel_for(facts)
-        if choice is None:
-            remedy = Remedy(
-                f"No CUDA wheel in the tables runs on driver {dig(facts, 'nvml.driver_version')} "
-                "with these GPUs: upgrade the NVIDIA driver first.",
-                ("nvidia-smi",),
-            )
-        else:
-            remedy = install_wheel(
-                facts, choice, "Torch says 'Torch not compiled with CUDA enabled'."
-            )
-        return verdict(Status.FAIL, summary, details, [remedy])
+        fixes = wheel_fixes(facts, None, "Torch says 'Torch not compiled with CUDA enabled'.")
+        return verdict(Status.FAIL, summary, details, fixes)
     if ctx.expect == "cuda":
         why = "no NVIDIA GPU is visible" if not gpus else "the torch build has no CUDA"
         return verdict(

@@ -8,7 +8,7 @@ from .. import archs
 from ..data import compat
 from ..facts import Facts, dig
 from ..model import Remedy, Status, Verdict, verdict
-from .common import Context, install_wheel, nvml_gpus, probe_stuck, wheel_for
+from .common import Context, nvml_gpus, probe_stuck, wheel_fixes
 
 ID = "cuda.devices"
 TITLE = "CUDA devices and the wheel's arch list"
@@ -43,14 +43,17 @@ def _devices(facts: Facts) -> tuple[list[dict[str, Any]], str]:
     ], "nvml"
 
 
-def _arch_fix(facts: Facts, cap: tuple[int, int], why: str) -> Remedy:
-    """A wheel whose arch list covers ``cap`` and that the driver serves, or plain advice."""
-    choice = wheel_for(facts, [cap])
-    if choice:
-        return install_wheel(facts, choice, why)
-    return Remedy(
-        f"{why} No wheel in torchdoctor's tables covers sm {archs.fmt(cap)}; build torch from source."
-    )
+def _arch_fix(facts: Facts, cap: tuple[int, int], why: str) -> list[Remedy]:
+    return wheel_fixes(facts, [cap], why)
+
+
+def _dropped(cap: tuple[int, int]) -> str:
+    """'the newest wheels for it are torch 2.14 from …/cu126' for a GPU new wheels left behind."""
+    last = compat.newest_supporting(cap)
+    if not last:
+        return "no published wheel supports it"
+    url = compat.INDEX_URL.format(variant=last.variant)
+    return f"the newest wheels for it are torch {compat.latest_patch(last.release)} from {url}"
 
 
 def _row(d: dict[str, Any]) -> str:
@@ -103,26 +106,28 @@ def check(facts: Facts, ctx: Context) -> Verdict:
             if cov == "none" and lowest and cap < lowest:
                 problems.append(
                     f"cuda:{d['index']} {d.get('name')} (sm {archs.fmt(cap)}, {compat.family(cap)}) is older "
-                    f"than this wheel supports (minimum sm {archs.fmt(lowest)})"
+                    f"than this wheel supports (minimum sm {archs.fmt(lowest)}); {_dropped(cap)}"
                 )
-                remedies.append(
-                    _arch_fix(facts, cap, f"{compat.family(cap)} GPUs need an older arch list.")
+                remedies += _arch_fix(
+                    facts, cap, f"{compat.family(cap)} GPUs need a wheel that still lists them."
                 )
             elif cov == "none":
                 problems.append(
                     f"cuda:{d['index']} {d.get('name')} (sm {archs.fmt(cap)}) is not in the wheel's arch list "
                     f"({' '.join(arch_list)}): 'no kernel image is available'"
                 )
-                remedies.append(
-                    _arch_fix(facts, cap, f"sm {archs.fmt(cap)} needs a wheel built for it.")
+                remedies += _arch_fix(
+                    facts,
+                    cap,
+                    f"sm {archs.fmt(cap)} ({compat.family(cap)}) needs a wheel built for it.",
                 )
             elif cov == "ptx":
                 warnings.append(
                     f"cuda:{d['index']} sm {archs.fmt(cap)} runs only through PTX JIT "
                     "(slow first launch; fails if the driver is older than the toolkit)"
                 )
-                remedies.append(
-                    _arch_fix(facts, cap, "A wheel with native code for this GPU avoids the JIT.")
+                remedies += _arch_fix(
+                    facts, cap, "A wheel with native code for this GPU avoids the JIT."
                 )
         total, free = d.get("total_memory_bytes"), d.get("free_bytes")
         if total and free is not None and free < LOW_FREE_FRACTION * total:

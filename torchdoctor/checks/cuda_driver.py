@@ -5,7 +5,14 @@ from __future__ import annotations
 from ..data import compat
 from ..facts import Facts, dig
 from ..model import Remedy, Status, Verdict, verdict
-from .common import NO_CUDA_ON_MACOS, Context, driver_install_hint, install_wheel, wheel_for
+from . import driver_state
+from .common import (
+    NO_CUDA_ON_MACOS,
+    Context,
+    keep_driver_fixes,
+    upgrade_driver,
+    wheel_for,
+)
 
 ID = "cuda.driver"
 TITLE = "NVIDIA driver vs the wheel's CUDA"
@@ -25,6 +32,9 @@ def cuda_from_driver_api(value: int | None) -> str | None:
 def check(facts: Facts, ctx: Context) -> Verdict:
     nv = dig(facts, "nvml", {})
     wheel_cuda = dig(facts, "torch.build.cuda")
+    mismatch = driver_state.nvml_mismatch(facts)
+    if nv.get("status") != "ok" and mismatch:
+        return verdict(Status.FAIL, mismatch[0], {"nvml": nv}, [mismatch[1]])
     if nv.get("status") != "ok":
         reason = nv.get("error") or nv.get("status") or "no NVML"
         status = Status.FAIL if ctx.expect == "cuda" else Status.SKIP
@@ -59,16 +69,11 @@ def check(facts: Facts, ctx: Context) -> Verdict:
     details["min_driver_full"] = need
     if support == "full":
         return verdict(Status.PASS, f"{base} fully supports the wheel's CUDA {wheel_cuda}", details)
+    # Keeping the driver: a wheel built for a CUDA it serves, unless that is the one installed.
     choice = wheel_for(facts)
     same = choice and choice.variant == f"cu{mm.replace('.', '')}" and choice.support == support
-    fix_wheel = (
-        [install_wheel(facts, choice, "Or keep this driver.")] if choice and not same else []
-    )
-    upgrade = Remedy(
-        f"Upgrade the NVIDIA driver to {need or 'a newer release'} or later "
-        f"({driver_install_hint(facts)}).",
-        ("nvidia-smi",),
-    )
+    fix_wheel = [] if same else keep_driver_fixes(facts, None, "Or keep this driver.")
+    upgrade = upgrade_driver(need, facts=facts)
     if support == "minor_compat":
         return verdict(
             Status.WARN,

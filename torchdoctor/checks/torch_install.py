@@ -8,7 +8,7 @@ from typing import Any
 from ..data import compat
 from ..facts import Facts, dig
 from ..model import Remedy, Status, Verdict, verdict
-from . import other_pythons
+from . import companions, other_pythons
 from .common import (
     Context,
     current_variant,
@@ -18,7 +18,6 @@ from .common import (
     nvml_gpus,
     python_cmd,
     quote,
-    reinstall_torch,
     set_env,
     wheel_for,
 )
@@ -54,7 +53,7 @@ INTEL_MAC_RELEASE = "2.2"
 
 def _missing(facts: Facts, ctx: Context) -> Verdict:
     variant, release = _install_choice(facts)
-    release = release or compat.newest_release()
+    release = release or compat.newest_release(dig(facts, "platform.python_version"))
     why = (
         f"an NVIDIA driver {dig(facts, 'nvml.driver_version')} is present, so the {variant} build fits"
         if variant != "cpu"
@@ -79,6 +78,13 @@ def _missing(facts: Facts, ctx: Context) -> Verdict:
         {"error": dig(facts, "torch.error"), "looked_at": other_pythons.looked_at(facts)},
         remedies + ([elsewhere] if elsewhere else []),
     )
+
+
+def _installed_variant(facts: Facts) -> str:
+    """The index the installed (unimportable) torch came from: its tag, or PyPI's build."""
+    version = dig(facts, "packages.distributions.torch.version")
+    system = dig(facts, "platform.system")
+    return current_variant(facts) or companions.variant_of(version, version, system) or "cpu"
 
 
 _LIB = re.compile(r"(lib[\w+-]+\.so(?:\.[\d.]+)?)")
@@ -118,8 +124,8 @@ def _import_error(facts: Facts) -> Verdict:
     else:
         remedies = [
             Remedy(
-                "Reinstall torch cleanly into this environment.",
-                (f"{pip} install --force-reinstall --no-cache-dir torch",),
+                "Reinstall torch cleanly into this environment, same version, same index.",
+                (install_command(facts, _installed_variant(facts)) + " --no-cache-dir",),
             )
         ]
     if dig(facts, "collected.source") == "collect_env":
@@ -135,51 +141,6 @@ def _import_error(facts: Facts) -> Verdict:
     return verdict(
         Status.FAIL, f"import torch failed: {message.splitlines()[0][:200]}", details, remedies
     )
-
-
-def _realign(facts: Facts, variant: str | None) -> Remedy:
-    why = "Mismatched companions fail at import with 'operator torchvision::nms does not exist'."
-    if variant:
-        return reinstall_torch(facts, variant, why)
-    return Remedy(
-        f"{why} Reinstall torch and its companions together from the index torch came from."
-    )
-
-
-def _companions(facts: Facts, torch_version: str) -> list[tuple[str, Remedy]]:
-    """torchvision 0.(N+15) and torchaudio 2.N pair with torch 2.N; local tags must agree."""
-    problems: list[tuple[str, Remedy]] = []
-    dists = dig(facts, "packages.distributions", {})
-    tv = compat.parse_version(torch_version)
-    tag = local_tag(torch_version)
-    variant = current_variant(facts)
-    for name, expected in (
-        ("torchvision", (0, tv[1] + compat.TORCHVISION_MINOR_OFFSET) if len(tv) > 1 else None),
-        ("torchaudio", tv[:2] if len(tv) > 1 else None),
-    ):
-        if name not in dists:
-            continue
-        ver = dists[name]["version"]
-        got = compat.parse_version(ver)[:2]
-        other_tag = local_tag(ver)
-        if expected and tv[0] == 2 and got != expected:
-            problems.append(
-                (
-                    f"{name} {ver} is built for another torch (torch {torch_version} pairs with "
-                    f"{name} {expected[0]}.{expected[1]}.x)",
-                    _realign(facts, variant),
-                )
-            )
-        elif tag and other_tag and other_tag != tag:
-            problems.append(
-                (
-                    f"{name} {ver} is a {other_tag} build but torch is {tag}",
-                    reinstall_torch(
-                        facts, tag, "Companions of another CUDA variant fail at import."
-                    ),
-                )
-            )
-    return problems
 
 
 def _numpy(facts: Facts, torch_version: str) -> tuple[str, Remedy] | None:
@@ -260,6 +221,30 @@ def _duplicates(facts: Facts) -> tuple[str, Remedy] | None:
     return None
 
 
+def _illegal_instruction(facts: Facts, probe: dict[str, Any]) -> Verdict:
+    """SIGILL in the probe: the wheel's code uses instructions this CPU does not have."""
+    isa = dig(facts, "platform.cpu.isa")
+    lacks = [f for f in ("avx", "avx2", "fma") if isa is not None and f not in isa]
+    cpu = dig(facts, "platform.cpu.model") or "this CPU"
+    why = (
+        f"{cpu} lacks {', '.join(lacks).upper()}"
+        if lacks
+        else f"{cpu} lacks an instruction it uses"
+    )
+    return verdict(
+        Status.FAIL,
+        f"torch died with 'Illegal instruction' (SIGILL) during {probe.get('unfinished_stage')}: {why}",
+        {"probe": probe, "cpu": dig(facts, "platform.cpu")},
+        [
+            Remedy(
+                "The wheel's code needs CPU instructions this machine lacks. Run on a CPU with "
+                "AVX2 (a VM: pass the host CPU through, e.g. `-cpu host`), or build torch from "
+                "source for this CPU."
+            )
+        ],
+    )
+
+
 def check(facts: Facts, ctx: Context) -> Verdict:
     status = dig(facts, "torch.status")
     if status == "missing":
@@ -268,6 +253,8 @@ def check(facts: Facts, ctx: Context) -> Verdict:
         return _import_error(facts)
     if status != "ok":
         probe = dig(facts, "probe.torch", {})
+        if probe.get("signal") == "SIGILL":
+            return _illegal_instruction(facts, probe)
         return verdict(
             Status.ERROR,
             f"the torch probe did not get through `import torch`: {probe.get('message') or status}",
@@ -293,7 +280,7 @@ def check(facts: Facts, ctx: Context) -> Verdict:
             if k != "torch"
         },
     }
-    problems = _companions(facts, version)
+    problems = companions.problems(facts)
     for extra in (
         _numpy(facts, version),
         _numpy_import_warning(facts),

@@ -9,6 +9,7 @@ from typing import Any
 from .. import requirements
 from ..facts import Facts, dig
 from ..model import Remedy, Status, Verdict, verdict
+from . import driver_state
 from .common import Context, probe_stuck, python_cmd, stage_error, torch_ok, torch_unavailable
 
 ID = "torch.libs"
@@ -192,6 +193,10 @@ def check(facts: Facts, ctx: Context) -> Verdict:
     )
     fails, warns, remedies = shadowing(facts, wheel_build)
     fails, warns, remedies = pin_fails + fails, pin_warns + warns, pin_fix + remedies
+    forward = driver_state.forward_compat_problem(facts)
+    if forward:
+        fails.append(forward[0])
+        remedies.append(forward[1])
     cudnn = cudnn_problem(facts)
     if cudnn:
         (fails if cudnn[0] == Status.FAIL else warns).append(cudnn[1])

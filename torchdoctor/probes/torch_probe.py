@@ -92,6 +92,8 @@ def platform_facts():
         "wsl": "microsoft" in release or os.path.exists("/proc/sys/fs/binfmt_misc/WSLInterop"),
         "libc": " ".join(platform.libc_ver()).strip() if uname.system == "Linux" else None,
     }
+    if uname.system == "Linux":
+        facts.update(linux_facts())
     if uname.system == "Darwin":
         facts["mac_ver"] = platform.mac_ver()[0]
         facts["rosetta"] = _sysctl("sysctl.proc_translated") == "1"
@@ -105,6 +107,66 @@ def platform_facts():
     return facts
 
 
+# CPU features that decide whether a wheel's code runs at all ("Illegal instruction") or which
+# kernels torch dispatches to; only these are recorded, not the whole flag list.
+ISA_FLAGS = (
+    "sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512_vnni", "avx512_bf16",
+    "amx_tile", "asimd", "sve", "sve2",
+)  # fmt: skip
+
+
+def _read(path, limit=1 << 20):
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return fh.read(limit)
+    except OSError:
+        return None
+
+
+def linux_facts():
+    """Distribution, CPU model and ISA flags, Jetson, conda packages: what pip and the wheels
+    depend on beyond the kernel."""
+    out = {}
+    release = {}
+    for line in (_read("/etc/os-release") or "").splitlines():
+        key, sep, value = line.partition("=")
+        if sep and key in ("ID", "NAME", "VERSION_ID", "PRETTY_NAME"):
+            release[key.lower()] = value.strip().strip('"')
+    out["distro"] = release or None
+    glibc = platform.libc_ver()
+    out["glibc"] = glibc[1] if glibc[0] == "glibc" else None
+    model, flags = None, set()
+    for line in (_read("/proc/cpuinfo") or "").splitlines():
+        key, _, value = line.partition(":")
+        key = key.strip()
+        if key in ("model name", "Model", "cpu model") and model is None:
+            model = value.strip()
+        elif key in ("flags", "Features") and not flags:
+            flags = set(value.split())
+    out["cpu"] = {"model": model, "isa": [f for f in ISA_FLAGS if f in flags] if flags else None}
+    tegra = _read("/etc/nv_tegra_release", 4096)
+    out["jetson"] = tegra.splitlines()[0].strip() if tegra else None
+    out["conda_packages"] = _conda_packages(os.environ.get("CONDA_PREFIX") or sys.prefix)
+    return out
+
+
+def _conda_packages(prefix):
+    """torch-related packages a conda environment holds (its conda-meta records), or None."""
+    meta = os.path.join(prefix, "conda-meta")
+    try:
+        names = os.listdir(meta)
+    except OSError:
+        return None
+    wanted = ("pytorch", "torch", "cuda", "cudnn", "nccl", "nvidia", "mkl", "triton", "libtorch")
+    found = {}
+    for name in names:
+        if name.endswith(".json"):
+            pkg, _, rest = name[:-5].rpartition("-")[0].rpartition("-")
+            if pkg and any(w in pkg for w in wanted):
+                found[pkg] = rest
+    return found
+
+
 def _sysctl(name):
     import subprocess
 
@@ -116,7 +178,13 @@ def _sysctl(name):
 
 
 # Read from metadata so that a broken torchvision is judged without importing it.
-COMPANIONS = ("torch", "torchvision", "torchaudio", "numpy", "triton", "pytorch-triton-rocm")
+COMPANIONS = (
+    "torch", "torchvision", "torchaudio", "torchtext", "numpy", "triton", "pytorch-triton-rocm",
+    "xformers",
+)  # fmt: skip
+# Companions with compiled code linked against torch: imported after torch to catch their real
+# error, with the CUDA version each says it was built for (where it says).
+IMPORTED_COMPANIONS = ("torchvision", "torchaudio", "torchtext", "triton", "xformers")
 
 
 def package_facts():
@@ -135,7 +203,7 @@ def package_facts():
             torch_locations.append({"version": dist.version, "location": location})
         if name in COMPANIONS and name not in found:
             found[name] = {"version": dist.version, "location": location}
-            if name == "torch":
+            if name == "torch" or name in IMPORTED_COMPANIONS:
                 found[name]["requires"] = list(dist.requires or [])
         elif name.startswith("nvidia-") and name not in nvidia:
             nvidia[name] = dist.version
@@ -257,6 +325,39 @@ def cuda_init_facts(count):
     return {"init_s": round(init_s, 4), "memory": mem}
 
 
+def _installed(name):
+    from importlib import metadata
+
+    try:
+        metadata.version(name)
+    except Exception:  # noqa: BLE001 - not installed (or unreadable metadata): nothing to import
+        return False
+    return True
+
+
+def companion_facts():
+    """Import each installed companion after torch; its error is the diagnosis."""
+    import importlib
+
+    out = {}
+    for name in IMPORTED_COMPANIONS:
+        if not _installed(name):
+            continue
+        record = {"imported": False}
+        try:
+            mod = importlib.import_module(name)
+            record["imported"] = True
+            record["version"] = str(getattr(mod, "__version__", "") or "") or None
+            version = getattr(mod, "version", None)
+            if name in ("torchvision", "torchaudio") and hasattr(version, "cuda"):
+                record["cuda_known"] = True
+                record["cuda"] = version.cuda
+        except BaseException as exc:  # noqa: BLE001 - any failure, SystemExit included, is a fact
+            record["error"] = {"type": type(exc).__name__, "message": str(exc)[:2000]}
+        out[name] = record
+    return out
+
+
 def mps_facts():
     import torch
 
@@ -299,6 +400,7 @@ def main(argv):
     if build.get("mps_built"):
         stage("mps", mps_facts)
     stage("libs", libs_probe.libs_facts)
+    stage("companions", companion_facts)
     if build.get("variant") == "rocm":
         stage("rocm", accel_probe.rocm_facts)
     if build.get("xpu_built"):
