@@ -10,6 +10,7 @@ from .common import Context, nvml_gpus, pinned_family, python_cmd, reinstall_tor
 
 ID = "container"
 TITLE = "Container: shared memory and GPU passthrough"
+ORDER = 120  # position in the report: basic facts first, the smoke test last
 
 GIB = 1024**3
 MIB = 1024**2

@@ -24,6 +24,7 @@ from .common import (
 
 ID = "cuda.available"
 TITLE = "CUDA usable from torch"
+ORDER = 60  # position in the report: basic facts first, the smoke test last
 # The facts judged here (a pasted report without them skips this check).
 NEEDS = ("torch.build", "torch.cuda", "nvml")
 

@@ -12,6 +12,7 @@ from .common import Context, nvml_gpus, probe_stuck, wheel_fixes
 
 ID = "cuda.devices"
 TITLE = "CUDA devices and the wheel's arch list"
+ORDER = 70  # position in the report: basic facts first, the smoke test last
 # An accelerator-specific check: with --expect naming another target, its failures only warn.
 ACCELERATOR = "cuda"
 

@@ -16,6 +16,7 @@ from .common import (
 
 ID = "cuda.driver"
 TITLE = "NVIDIA driver vs the wheel's CUDA"
+ORDER = 50  # position in the report: basic facts first, the smoke test last
 # The facts judged here (a pasted report without them skips this check).
 NEEDS = ("nvml", "torch.build")
 # An accelerator-specific check: with --expect naming another target, its failures only warn.

@@ -18,6 +18,7 @@ from .host import usable_cpus
 
 ID = "env"
 TITLE = "Environment variables"
+ORDER = 140  # position in the report: basic facts first, the smoke test last
 
 _UUID = re.compile(r"^(GPU|MIG)-[0-9a-fA-F-]+(/\d+/\d+)?$")
 

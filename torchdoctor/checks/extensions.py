@@ -18,6 +18,7 @@ from .common import Context, install_wheel, nvml_gpus, python_cmd, torch_ok, tor
 
 ID = "extensions"
 TITLE = "C++/CUDA extension builds"
+ORDER = 150  # position in the report: basic facts first, the smoke test last
 # An accelerator-specific check: with --expect naming another target, its failures only warn.
 ACCELERATOR = "cuda"
 

@@ -10,6 +10,7 @@ from .common import Context
 
 ID = "host"
 TITLE = "CPUs, threads and memory"
+ORDER = 110  # position in the report: basic facts first, the smoke test last
 
 GIB = 1024**3
 LOW_MEMORY_BYTES = 1 * GIB

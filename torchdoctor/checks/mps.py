@@ -17,6 +17,7 @@ from .common import (
 
 ID = "mps"
 TITLE = "Apple MPS backend"
+ORDER = 80  # position in the report: basic facts first, the smoke test last
 # The facts judged here (a pasted report without them skips this check).
 NEEDS = ("platform", "torch.version")
 # An accelerator-specific check: with --expect naming another target, its failures only warn.

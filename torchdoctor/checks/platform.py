@@ -9,6 +9,7 @@ from .common import Context, current_variant, install_command, python_cmd
 
 ID = "platform"
 TITLE = "Operating system and Python"
+ORDER = 10  # position in the report: basic facts first, the smoke test last
 # The facts judged here (a pasted report without them skips this check).
 NEEDS = ("platform",)
 

@@ -10,6 +10,7 @@ from .common import Context, probe_stuck, torch_ok, torch_unavailable
 
 ID = "rocm"
 TITLE = "ROCm (AMD GPUs)"
+ORDER = 90  # position in the report: basic facts first, the smoke test last
 # An accelerator-specific check: with --expect naming another target, its failures only warn.
 ACCELERATOR = "cuda"
 

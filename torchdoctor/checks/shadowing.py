@@ -16,6 +16,7 @@ from .common import Context
 
 ID = "torch.shadowing"
 TITLE = "Nothing hides the installed torch"
+ORDER = 30  # position in the report: basic facts first, the smoke test last
 
 WHERE = {"cwd": "in the current directory", "sys.path": "on PYTHONPATH/sys.path"}
 

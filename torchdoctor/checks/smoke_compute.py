@@ -14,6 +14,7 @@ from .smoke_common import device_remedy, failure_of, failure_text, not_run
 
 ID = "smoke.compute"
 TITLE = "Compute smoke test on each device"
+ORDER = 160  # position in the report: basic facts first, the smoke test last
 
 
 def _dtype_problems(device: str, compute: dict) -> list[str]:

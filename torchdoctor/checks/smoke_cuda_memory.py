@@ -9,6 +9,7 @@ from .smoke_common import accelerators, device_part, device_remedy, not_run
 
 ID = "smoke.cuda_memory"
 TITLE = "Accelerator memory and synchronisation"
+ORDER = 180  # position in the report: basic facts first, the smoke test last
 # An accelerator-specific check: with --expect naming another target, its failures only warn.
 ACCELERATOR = "cuda"
 

@@ -12,6 +12,7 @@ from .smoke_common import accelerators, device_part, device_remedy, not_run
 
 ID = "smoke.transfer"
 TITLE = "Host-device transfers"
+ORDER = 170  # position in the report: basic facts first, the smoke test last
 # An accelerator-specific check: with --expect naming another target, its failures only warn.
 ACCELERATOR = "cuda"
 

@@ -8,6 +8,7 @@ from .common import Context, probe_stuck, torch_ok, torch_unavailable
 
 ID = "torch.build"
 TITLE = "PyTorch build flags"
+ORDER = 40  # position in the report: basic facts first, the smoke test last
 # The facts judged here (a pasted report without them skips this check).
 NEEDS = ("torch.build",)
 

@@ -24,6 +24,7 @@ from .common import (
 
 ID = "torch.install"
 TITLE = "PyTorch installation"
+ORDER = 20  # position in the report: basic facts first, the smoke test last
 # The facts judged here (a pasted report without them skips this check).
 NEEDS = ("torch.status", "torch.version")
 

@@ -14,6 +14,7 @@ from .common import Context, probe_stuck, python_cmd, stage_error, torch_ok, tor
 
 ID = "torch.libs"
 TITLE = "Libraries torch loaded"
+ORDER = 130  # position in the report: basic facts first, the smoke test last
 
 # The CUDA libraries a pip wheel of torch brings in nvidia-* wheels (or in torch/lib).
 CUDA_LIBS = {

@@ -8,6 +8,7 @@ from .common import Context, probe_stuck, reinstall_torch, stage_error, torch_ok
 
 ID = "xpu"
 TITLE = "Intel XPU"
+ORDER = 100  # position in the report: basic facts first, the smoke test last
 # The facts judged here (a pasted report without them skips this check).
 NEEDS = ("torch.build", "torch.xpu")
 # An accelerator-specific check: with --expect naming another target, its failures only warn.
