@@ -93,12 +93,19 @@ log "fetching wheels for Python $TARGET_PY into a local index"
 # torch pinned to its +cpu local version: where the CPU wheel cannot be found, fail (skip) rather
 # than fetch PyPI's multi-GB CUDA build. TORCH_CPU_INDEX adds https://download.pytorch.org/whl/cpu
 # or a mirror of it where this machine's pip configuration does not provide the CPU wheel.
+# torchdoctor's own dependencies are read from pyproject.toml, so a new one cannot be left out
+# here (libcst once was: "No matching distribution found for libcst>=1.1" in the image build).
+mapfile -t DEPENDENCIES < <("$PY" -c '
+import sys, tomllib
+with open(sys.argv[1], "rb") as f:
+    print("\n".join(tomllib.load(f)["project"]["dependencies"]))' "$REPO/pyproject.toml") || true
+[ "${#DEPENDENCIES[@]}" -gt 0 ] || cannot "$PY could not read the dependencies from pyproject.toml (needs Python 3.11+)"
 "$PY" -m pip download --quiet --dest "$WORK/files" --only-binary=:all: \
   ${TORCH_CPU_INDEX:+--extra-index-url "$TORCH_CPU_INDEX"} \
   --python-version "$TARGET_PY" --implementation cp \
   --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
   --platform manylinux2014_x86_64 --platform linux_x86_64 \
-  "torch==$TORCH_VERSION+cpu" click tabulate psutil nvidia-ml-py "setuptools>=77" ||
+  "torch==$TORCH_VERSION+cpu" "setuptools>=77" "${DEPENDENCIES[@]}" ||
   cannot "pip could not download the wheels (torch $TORCH_VERSION+cpu and torchdoctor's dependencies)"
 "$PY" - "$WORK" <<'EOF'
 import html, re, sys
