@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 from types import ModuleType
 
-from . import __version__, externally_managed
+from . import __version__, externally_managed, facts_record
 from .checks import ALL
 from .checks.common import Context, not_in_report
 from .facts import Facts, dig
@@ -56,7 +56,7 @@ def _with_verify(facts: Facts, check_id: str, remedies: list[Remedy]) -> list[Re
     ]
 
 
-def run_check(module: ModuleType, facts: Facts, ctx: Context) -> CheckResult:
+def run_check(module: ModuleType, facts: facts_record.Facts, ctx: Context) -> CheckResult:
     t0 = time.perf_counter()
     try:
         # A pasted report carries only some facts: checks judging others skip, never guess.
@@ -91,7 +91,12 @@ def diagnose(
     fail_on: str = "error",
     selection: Selection | None = None,
 ) -> Report:
-    checks = [run_check(m, facts, ctx) for m in modules]
+    # Checks read the typed record. Files were refused at load when they did not fit it; facts
+    # gathered live or parsed from a pasted report are read leniently (a field that does not fit
+    # reads as absent) and what did not fit is kept beside the facts for the bug report.
+    problems: list[str] = []
+    record = facts_record.load_facts(facts, errors=problems)
+    checks = [run_check(m, record, ctx) for m in modules]
     return Report(
         __version__,
         ctx.expect,
@@ -99,4 +104,5 @@ def diagnose(
         facts,
         fail_on=normalise_fail_on(fail_on),
         selection=selection or Selection(),
+        facts_problems=problems,
     )

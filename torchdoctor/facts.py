@@ -19,10 +19,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from . import __version__, facts_shape, gather_smoke, progress
+from . import __version__, gather_smoke, progress
+from .facts_record import ShapeError, load_facts
 from .probes import container, host, nvml, toolchain, torch_probe
 from .probes.runner import ProbeRun, python_argv, run_probe
 from .safeio import InputError, read_text_bounded
+from .typed_json import Record, too_deep
 
 FACTS_VERSION = 1
 PROBE_DIR = Path(__file__).parent / "probes"
@@ -39,9 +41,9 @@ TOOLCHAIN_TIMEOUT_S = 20.0
 Facts = dict[str, Any]
 
 
-def dig(facts: Facts, path: str, default: Any = None) -> Any:
+def dig(facts: Facts | Record, path: str, default: Any = None) -> Any:
     """``dig(facts, "torch.build.cuda")``: a nested lookup that tolerates missing levels."""
-    node: Any = facts
+    node: Any = facts.raw if isinstance(facts, Record) else facts
     for key in path.split("."):
         if not isinstance(node, dict) or key not in node:
             return default
@@ -271,10 +273,12 @@ def from_json(data: Any, path: str) -> Facts:
             f"{path!r} has facts_version {str(data['facts_version'])[:20]}; "
             f"this torchdoctor reads version {FACTS_VERSION}"
         )
-    if facts_shape.too_deep(data):
+    if too_deep(data):
         raise FactsError(f"{path!r} is nested too deeply to be a facts file")
-    if bad := facts_shape.problem(data):
-        raise FactsError(bad)
+    try:
+        load_facts(data)  # the typed record's definition is the file format
+    except ShapeError as exc:
+        raise FactsError(str(exc)) from None
     return data
 
 

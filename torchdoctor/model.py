@@ -90,6 +90,8 @@ class Report:
     facts: dict[str, Any]
     fail_on: str = "error"
     selection: Selection = field(default_factory=Selection)
+    # Fields of live or pasted facts that did not fit the typed record (read as absent).
+    facts_problems: list[str] = field(default_factory=list)
 
     def all_findings(self) -> list[Finding]:
         """One finding per check that did not pass or skip (its id is the check's)."""
@@ -139,4 +141,5 @@ class Report:
             expect=self.expect,
             checks=[c.to_dict() for c in self.checks],
             facts=self.facts,
+            **({"facts_problems": self.facts_problems} if self.facts_problems else {}),
         )

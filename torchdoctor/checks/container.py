@@ -214,7 +214,7 @@ def _judge_gpu(c: dict, facts: Facts, ctx: Context) -> tuple[Status, str, list[R
 
 
 def check(facts: Facts, ctx: Context) -> Verdict:
-    c = facts.get("container")
+    c = dig(facts, "container")
     if not isinstance(c, dict) or "detected" not in c:
         return verdict(
             Status.SKIP,

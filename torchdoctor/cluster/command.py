@@ -20,8 +20,8 @@ from ..cli_types import (
     use_color,
     write_output,
 )
-from ..facts_shape import too_deep
 from ..safeio import read_text_bounded
+from ..typed_json import too_deep
 from . import fleet
 from .bandwidth import parse_sizes
 from .launch import LaunchError, export_for_env_rendezvous, from_env
