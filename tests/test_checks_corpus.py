@@ -7,6 +7,7 @@ import pytest
 from torchdoctor import engine
 from torchdoctor.checks import by_id
 from torchdoctor.checks.common import Context
+from torchdoctor.facts_record import load_facts as typed
 from torchdoctor.model import Status
 
 from .conftest import FACTS_DIR
@@ -235,7 +236,7 @@ def test_every_warn_and_fail_from_a_check_carries_its_own_remedy(facts, name, ex
     """Checked on the checks themselves, before the engine's safety net adds a generic one."""
     f = facts(name)
     for module in engine.select():
-        v = module.check(f, Context(expect=expect))
+        v = module.check(typed(f), Context(expect=expect))
         if v.status in (Status.WARN, Status.FAIL):
             assert v.remedies, (module.ID, v.summary)
             assert all(r.text for r in v.remedies)

@@ -17,6 +17,7 @@ import pytest
 from torchdoctor.checks import container as container_check
 from torchdoctor.checks import cuda_available, host
 from torchdoctor.checks.common import Context
+from torchdoctor.facts_record import load_facts as typed
 from torchdoctor.probes import container as probe
 from torchdoctor.probes import dist_sizes
 from torchdoctor.probes.host import cgroup_limits, selected_env
@@ -62,7 +63,7 @@ def facts_with(
 
 
 def judge(f: dict, expect: str = "auto"):
-    return container_check.check(f, Context(expect=expect))
+    return container_check.check(typed(f), Context(expect=expect))
 
 
 def commands(v) -> list[str]:
@@ -261,7 +262,7 @@ def test_cuda_build_in_a_container_meant_for_cpu_gets_the_cpu_wheel_and_its_savi
     assert any(c.endswith("uninstall -y nvidia-cublas-cu12 nvidia-cudnn-cu12 triton") for c in cmds)
     assert v.details["cuda_only_bytes"] == 3_300_000_000
     # cuda.available agrees: the CPU wheel, not --gpus, for a container nobody gave a GPU.
-    ca = cuda_available.check(cuda_container(), Context())
+    ca = cuda_available.check(typed(cuda_container()), Context())
     assert ca.status.value == "warn" and "cpu" in commands(ca)[0]
 
 
@@ -274,7 +275,7 @@ def test_cuda_build_in_a_container_started_without_gpus():
     assert "`--gpus all`" in texts(v)
     assert any("nvidia-container-toolkit" in c for c in commands(v))
     assert judge(f, expect="cuda").status.value == "fail"
-    ca = cuda_available.check(f, Context())
+    ca = cuda_available.check(typed(f), Context())
     assert ca.status.value == "fail" and "--gpus all" in ca.remedies[0].text
 
 
@@ -286,7 +287,7 @@ def test_expect_cuda_in_a_container_without_gpu_variables_still_asks_for_gpus():
 
 def test_nvidia_visible_devices_void():
     f = cuda_container({"NVIDIA_VISIBLE_DEVICES": "void"})
-    assert container_check.gpu_requested(f) is False
+    assert container_check.gpu_requested(typed(f)) is False
     auto = judge(f)
     assert auto.status.value == "warn" and "NVIDIA_VISIBLE_DEVICES=void" in auto.summary
     assert any("whl/cpu" in c for c in commands(auto))
@@ -356,7 +357,7 @@ def test_cpu_quota_below_torch_threads_warns_with_threads_and_workers(
     f["host"]["cgroup"] = cgroup_limits(tree(tmp_path, files))
     f["torch"]["build"]["num_threads"] = 32
     assert f["host"]["cgroup"]["version"] == version
-    v = host.check(f, Context())
+    v = host.check(typed(f), Context())
     assert v.status.value == "warn"
     assert f"torch runs 32 intra-op threads on {usable} usable CPU(s)" in v.summary
     assert f"export OMP_NUM_THREADS={usable}" in commands(v)
@@ -369,7 +370,7 @@ def test_cpu_quota_within_threads_passes_and_names_the_worker_cap():
     f["host"].update(cpu_count_logical=64, cpu_affinity_count=64)
     f["host"]["cgroup"]["cpu_quota"] = 4.0
     f["torch"]["build"]["num_threads"] = 4
-    v = host.check(f, Context())
+    v = host.check(typed(f), Context())
     assert v.status.value == "pass"
     assert v.summary.startswith("4 usable CPU(s) (cgroup quota 4 CPUs), torch uses 4 threads")
     assert "DataLoader num_workers ≤ 3" in v.summary

@@ -11,6 +11,7 @@ import pytest
 from torchdoctor import engine
 from torchdoctor.checks import by_id
 from torchdoctor.checks.common import Context, wheel_fixes
+from torchdoctor.facts_record import load_facts as typed
 from torchdoctor.model import Status
 
 
@@ -124,7 +125,7 @@ def test_driver_upgrade_comes_before_a_source_build(facts):
     # Constructed: an H100 (sm_90) on driver 450.51 (CUDA 11.0 GA), below every wheel with sm_90.
     f = copy.deepcopy(facts("h100_healthy"))
     f["nvml"]["driver_version"] = "450.51.05"
-    fixes = wheel_fixes(f, [(9, 0)], "Hopper needs sm_90.")
+    fixes = wheel_fixes(typed(f), [(9, 0)], "Hopper needs sm_90.")
     assert "Upgrade the NVIDIA driver to 580.65.06" in fixes[0].text
     assert "whl/cu130" in fixes[1].commands[0]
     assert not any("source" in r.text for r in fixes)
@@ -132,7 +133,7 @@ def test_driver_upgrade_comes_before_a_source_build(facts):
 
 def test_source_build_only_when_no_wheel_covers_the_gpu(facts):
     # A GTX 680 (sm_30): no pip wheel from 1.8 on lists it (sm_37 cubins do not run on 3.0).
-    fixes = wheel_fixes(facts("h100_healthy"), [(3, 0)], "Kepler GK104.")
+    fixes = wheel_fixes(typed(facts("h100_healthy")), [(3, 0)], "Kepler GK104.")
     assert len(fixes) == 1 and "build torch from source" in fixes[0].text
 
 

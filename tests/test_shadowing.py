@@ -12,6 +12,7 @@ import pytest
 
 from torchdoctor.checks import shadowing
 from torchdoctor.checks.common import Context
+from torchdoctor.facts_record import load_facts as typed
 from torchdoctor.model import Status
 from torchdoctor.probes.locate import find_torch
 
@@ -72,15 +73,24 @@ def test_shadowing_check_names_the_file_and_the_rename():
     facts = {
         "torch": {"status": "ok"},
         "platform": {
-            "torch_shadows": [{"path": "/home/u/proj/torch.py", "kind": "module", "via": "cwd"}]
+            "python_version": "3.12.1",
+            "torch_shadows": [{"path": "/home/u/proj/torch.py", "kind": "module", "via": "cwd"}],
         },
     }
-    v = shadowing.check(facts, Context())
+    v = shadowing.check(typed(facts), Context())
     assert v.status == Status.FAIL
     assert "/home/u/proj/torch.py in the current directory hides torch" in v.summary
     assert v.remedies[0].commands == ("mv /home/u/proj/torch.py /home/u/proj/torch_local.py",)
-    assert shadowing.check({"platform": {"torch_shadows": []}}, Context()).status == Status.PASS
-    assert shadowing.check({"platform": {}}, Context()).status == Status.SKIP
+    assert (
+        shadowing.check(
+            typed({"platform": {"python_version": "3.12.1", "torch_shadows": []}}), Context()
+        ).status
+        == Status.PASS
+    )
+    assert (
+        shadowing.check(typed({"platform": {"python_version": "3.12.1"}}), Context()).status
+        == Status.SKIP
+    )
 
 
 @needs_torch

@@ -83,6 +83,11 @@ def list_checks(fmt: str | None, as_json: bool) -> None:
             "title": m.TITLE,
             "accelerator": getattr(m, "ACCELERATOR", None),
             "doc": check_url(m.ID),
+            # the ids of the problems it reports one by one (each silenced alone)
+            "findings": [
+                {"id": f"{m.ID}.{code}", "title": title, "doc": check_url(m.ID, code)}
+                for code, title in getattr(m, "FINDINGS", {}).items()
+            ],
         }
         for m in ALL
     ]

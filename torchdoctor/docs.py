@@ -23,8 +23,10 @@ def url(page: str) -> str:
     return f"{DOCS_BASE}/{page}"
 
 
-def check_url(check_id: str) -> str:
-    return url(check_page(check_id))
+def check_url(check_id: str, code: str = "") -> str:
+    """A check's page; a finding of one of its problems links to its section (an explicit
+    ``<a id="<check id>.<code>">`` on the page, so the anchor does not depend on the renderer)."""
+    return url(check_page(check_id)) + (f"#{check_id}.{code}" if code else "")
 
 
 def scan_rule_url(rule_id: str) -> str:

@@ -13,7 +13,8 @@ from types import ModuleType
 from . import __version__, externally_managed, facts_record
 from .checks import ALL
 from .checks.common import Context, not_in_report
-from .facts import Facts, dig
+from .facts import Facts
+from .facts_record import Facts as Record
 from .findings import Selection, normalise_fail_on
 from .model import CheckResult, Remedy, Report, Status, Verdict
 
@@ -29,24 +30,29 @@ def _within_expectation(module: ModuleType, ctx: Context, v: Verdict) -> Verdict
     if v.status == Status.FAIL and accel and ctx.expect not in ("auto", accel):
         v.status = Status.WARN
         v.summary += f" (not required with --expect {ctx.expect})"
-    if v.status in (Status.WARN, Status.FAIL) and not v.remedies:
-        v.remedies = [NO_FIX]  # the report contract: every warn/fail carries a remedy
+        for p in v.problems:
+            if p.status == Status.FAIL:
+                p.status = Status.WARN
+                p.message += f" (not required with --expect {ctx.expect})"
+    for part in (v, *v.problems):  # the report contract: every warn/fail carries a remedy
+        if part.status in (Status.WARN, Status.FAIL) and not part.remedies:
+            part.remedies = [NO_FIX]
     return v
 
 
 _PIP = re.compile(r"^(\S+) -m pip install ")
 
 
-def verify_command(facts: Facts, check_id: str, commands: tuple[str, ...] = ()) -> str:
+def verify_command(facts: Record, check_id: str, commands: tuple[str, ...] = ()) -> str:
     """Re-run just this check against the interpreter the fix installed into (a new virtual
     environment for an externally managed Python), else the one that was examined."""
     installed = next((m.group(1) for m in map(_PIP.match, commands) if m), None)
-    exe = installed or dig(facts, "platform.executable") or dig(facts, "collected.python")
+    exe = installed or facts.platform.executable or facts.collected.python
     python = f" --python {exe if installed else shlex.quote(exe)}" if exe else ""
     return f"torchdoctor check{python} --only {check_id}"
 
 
-def _with_verify(facts: Facts, check_id: str, remedies: list[Remedy]) -> list[Remedy]:
+def _with_verify(facts: Record, check_id: str, remedies: list[Remedy]) -> list[Remedy]:
     """Every fix that runs commands ends with the command that shows whether it worked."""
     return [
         replace(r, commands=(*r.commands, verify_command(facts, check_id, r.commands)))
@@ -56,16 +62,26 @@ def _with_verify(facts: Facts, check_id: str, remedies: list[Remedy]) -> list[Re
     ]
 
 
-def run_check(module: ModuleType, facts: facts_record.Facts, ctx: Context) -> CheckResult:
+def _adapted(facts: Record, check_id: str, remedies: list[Remedy]) -> list[Remedy]:
+    """Remedies as the examined interpreter needs them, each ending with its verify step."""
+    return _with_verify(facts, check_id, externally_managed.adapt(remedies, facts))
+
+
+def run_check(module: ModuleType, facts: Record | Facts, ctx: Context) -> CheckResult:
+    """One check's result; raw facts (a parsed facts file) are read into the record first."""
     t0 = time.perf_counter()
+    if not isinstance(facts, Record):
+        facts = facts_record.load_facts(facts, errors=[])
     try:
         # A pasted report carries only some facts: checks judging others skip, never guess.
         v = not_in_report(facts, getattr(module, "NEEDS", None)) or _within_expectation(
             module, ctx, module.check(facts, ctx)
         )
-        v.remedies = externally_managed.adapt(v.remedies, facts)
-        v.remedies = _with_verify(facts, module.ID, v.remedies)
+        for p in v.problems:  # each problem's fixes, like the check's, end with a verify step
+            p.remedies = _adapted(facts, module.ID, p.remedies)
+        v.remedies = _adapted(facts, module.ID, v.remedies)
         result = CheckResult(module.ID, module.TITLE, v.status, v.summary, v.details, v.remedies)
+        result.problems = v.problems
     except Exception as exc:  # noqa: BLE001 - one broken check must not lose the report
         result = CheckResult(
             module.ID,

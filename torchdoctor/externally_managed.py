@@ -10,7 +10,7 @@ from __future__ import annotations
 import shlex
 
 from .checks.common import python_cmd
-from .facts import Facts, dig
+from .facts_record import Facts
 from .model import Remedy
 
 VENV = ".venv"
@@ -19,11 +19,11 @@ VENV = ".venv"
 def _in_venv(remedy: Remedy, facts: Facts, marker: str) -> Remedy:
     pip = python_cmd(facts)
     # Debian and Ubuntu ship venv's ensurepip separately, in pythonX.Y-venv.
-    version = ".".join(str(dig(facts, "platform.python_version", "3")).split(".")[:2])
+    version = ".".join((facts.platform.python_version or "3").split(".")[:2])
     setup = (
-        [] if dig(facts, "platform.ensurepip", True) else [f"sudo apt install python{version}-venv"]
+        [] if facts.platform.ensurepip is not False else [f"sudo apt install python{version}-venv"]
     )
-    setup.append(f"{shlex.quote(str(dig(facts, 'platform.executable', 'python3')))} -m venv {VENV}")
+    setup.append(f"{shlex.quote(facts.platform.executable or 'python3')} -m venv {VENV}")
     # In a fresh environment there is nothing to uninstall: keep the installs and other steps.
     kept = [
         c.replace(pip, f"{VENV}/bin/python -m pip", 1)
@@ -40,7 +40,7 @@ def _in_venv(remedy: Remedy, facts: Facts, marker: str) -> Remedy:
 
 
 def adapt(remedies: list[Remedy], facts: Facts) -> list[Remedy]:
-    marker = dig(facts, "platform.externally_managed")
+    marker = facts.platform.externally_managed
     if not marker:
         return remedies
     install = f"{python_cmd(facts)} install"

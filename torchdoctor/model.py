@@ -38,6 +38,26 @@ class Remedy:
 
 
 @dataclass
+class Problem:
+    """One thing a check found wrong. Its finding id is ``<check id>.<code>``, so it can be
+    silenced alone (``--ignore container.shm-small``); the codes a check can emit are declared in
+    its module's ``FINDINGS`` and documented on its page."""
+
+    code: str
+    status: Status
+    message: str
+    remedies: list[Remedy] = field(default_factory=list)
+
+    def to_dict(self, check_id: str) -> dict[str, Any]:
+        return {
+            "id": f"{check_id}.{self.code}",
+            "status": self.status.value,
+            "message": self.message,
+            "remedies": [r.to_dict() for r in self.remedies],
+        }
+
+
+@dataclass
 class Verdict:
     """What a check function returns: no id, no timing; the runner adds those."""
 
@@ -45,6 +65,20 @@ class Verdict:
     summary: str
     details: dict[str, Any] = field(default_factory=dict)
     remedies: list[Remedy] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+
+
+def from_problems(
+    problems: list[Problem], details: dict[str, Any], passed: str, prefix: str = ""
+) -> Verdict:
+    """The verdict of a check that collects problems: the worst status, one summary naming each
+    problem, every remedy in order; ``passed`` is the summary when there are none."""
+    if not problems:
+        return verdict(Status.PASS, passed, details)
+    worst = max((p.status for p in problems), key=lambda s: s.rank)
+    summary = prefix + "; ".join(p.message for p in problems)
+    remedies = [r for p in problems for r in p.remedies]
+    return Verdict(worst, summary, details, remedies, list(problems))
 
 
 def verdict(
@@ -65,9 +99,10 @@ class CheckResult:
     details: dict[str, Any] = field(default_factory=dict)
     remedies: list[Remedy] = field(default_factory=list)
     duration_s: float = 0.0
+    problems: list[Problem] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "id": self.id,
             "title": self.title,
             "status": self.status.value,
@@ -77,6 +112,28 @@ class CheckResult:
             "duration_s": round(self.duration_s, 6),
             "doc": check_url(self.id),
         }
+        if self.problems:
+            out["problems"] = [p.to_dict(self.id) for p in self.problems]
+        return out
+
+    def findings(self) -> list[Finding]:
+        """A finding per problem (``<check id>.<code>``), or one for the check when it collected
+        none; nothing for a pass or a skip."""
+        if self.status not in LEVEL_OF_STATUS:
+            return []
+        parts = self.problems or [Problem("", self.status, self.summary, self.remedies)]
+        return [
+            Finding(
+                id=f"{self.id}.{p.code}" if p.code else self.id,
+                level=LEVEL_OF_STATUS.get(p.status, "note"),
+                message=p.message,
+                subject=self.id,
+                remedies=[r.to_dict() for r in p.remedies],
+                details={"status": p.status.value, "title": self.title},
+                doc=check_url(self.id, p.code),
+            )
+            for p in parts
+        ]
 
 
 LEVEL_OF_STATUS = {Status.WARN: "warning", Status.FAIL: "error", Status.ERROR: "error"}
@@ -94,20 +151,8 @@ class Report:
     facts_problems: list[str] = field(default_factory=list)
 
     def all_findings(self) -> list[Finding]:
-        """One finding per check that did not pass or skip (its id is the check's)."""
-        return [
-            Finding(
-                id=c.id,
-                level=LEVEL_OF_STATUS[c.status],
-                message=c.summary,
-                subject=c.id,
-                remedies=[r.to_dict() for r in c.remedies],
-                details={"status": c.status.value, "title": c.title},
-                doc=check_url(c.id),
-            )
-            for c in self.checks
-            if c.status in LEVEL_OF_STATUS
-        ]
+        """Every finding of every check, before --select/--ignore."""
+        return [f for c in self.checks for f in c.findings()]
 
     def findings(self) -> tuple[list[Finding], int]:
         """The findings kept after --select/--ignore, and how many were silenced."""

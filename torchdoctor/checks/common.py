@@ -5,10 +5,9 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import dataclass
-from typing import Any
 
 from ..data import compat
-from ..facts import Facts, dig
+from ..facts_record import Facts, NvmlDevice, ProbeError
 from ..model import Remedy, Status, Verdict, verdict
 
 
@@ -23,14 +22,14 @@ class Context:
 def quote(facts: Facts, arg: str) -> str:
     """Quote a command argument for the shell of the examined OS: cmd.exe and PowerShell both
     take double quotes, and cmd.exe passes single quotes on literally."""
-    if dig(facts, "platform.system") == "Windows":
+    if facts.platform.system == "Windows":
         return f'"{arg}"' if re.search(r'[\s*<>|&^()"]', arg) else arg
     return shlex.quote(arg)
 
 
 def set_env(facts: Facts, name: str, value: str) -> str:
     """The command that sets an environment variable in the examined OS's shell (cmd.exe)."""
-    if dig(facts, "platform.system") == "Windows":
+    if facts.platform.system == "Windows":
         return f"set {name}={value}"
     return f"export {name}={quote(facts, value)}"
 
@@ -42,9 +41,9 @@ DEFAULT_PYTHON = {"Windows": "py", "Darwin": "python3"}
 
 def python_cmd(facts: Facts) -> str:
     """pip of the interpreter being diagnosed, so a remedy fixes that environment, not another."""
-    exe = dig(facts, "platform.executable") or dig(facts, "collected.python")
+    exe = facts.platform.executable or facts.collected.python
     if not exe:
-        return f"{DEFAULT_PYTHON.get(dig(facts, 'platform.system'), 'python')} -m pip"
+        return f"{DEFAULT_PYTHON.get(facts.platform.system or '', 'python')} -m pip"
     return f"{quote(facts, exe)} -m pip"
 
 
@@ -55,10 +54,11 @@ NO_CUDA_ON_MACOS = Remedy(
 )
 
 
-def driver_install_hint(facts: Facts) -> str:
+def driver_install_hint(facts: Facts | None) -> str:
     """Where the NVIDIA driver comes from on the examined OS (WSL2 takes the Windows one)."""
-    if dig(facts, "platform.system") == "Windows" or dig(facts, "platform.wsl"):
-        inside = " — never a Linux driver inside WSL2" if dig(facts, "platform.wsl") else ""
+    platform = facts.platform if facts else None
+    if platform and (platform.system == "Windows" or platform.wsl):
+        inside = " — never a Linux driver inside WSL2" if platform.wsl else ""
         return f"Windows: the NVIDIA App or nvidia.com/drivers{inside}"
     return "Ubuntu: `sudo ubuntu-drivers install`; elsewhere your distribution's driver package"
 
@@ -78,10 +78,10 @@ REPORT_WORDS = {
 def not_in_report(facts: Facts, needs: tuple[str, ...] | None) -> Verdict | None:
     """For facts read from a pasted report (collect_env): a skip when the report does not carry
     every fact path in ``needs`` (None: the check never declared what it judges). Never a guess."""
-    source = dig(facts, "collected.source")
+    source = facts.collected.source
     if source in (None, "probe"):
         return None
-    carried = dig(facts, "collected.carries", [])
+    carried = facts.collected.carries or []
     if needs is None:
         return verdict(Status.SKIP, "not in the report", {"source": source})
     missing = [n for n in needs if not any(n == c or n.startswith(c + ".") for c in carried)]
@@ -101,12 +101,13 @@ TAGGED = ("torch", "torchvision", "torchaudio")
 
 def installed_family(facts: Facts) -> list[str]:
     """torch plus the companions that are installed and must come from the same index."""
-    dists = dig(facts, "packages.distributions", {})
+    dists = facts.packages.distributions
     return ["torch"] + [p for p in PAIRED if p in dists]
 
 
 def torch_version_of(facts: Facts) -> str | None:
-    return dig(facts, "torch.version") or dig(facts, "packages.distributions.torch.version")
+    installed = facts.packages.distributions.get("torch")
+    return facts.torch.version or (installed.version if installed else None)
 
 
 def pinned_family(
@@ -143,13 +144,13 @@ def unpaired_companions(facts: Facts, release: str | None = None) -> list[str]:
 def current_variant(facts: Facts) -> str | None:
     """The wheel index the installed torch came from: its local tag, else what it was built with
     (PyPI's Linux wheel has no tag but is a CUDA build); None when that cannot be told."""
-    version = dig(facts, "torch.version") or dig(facts, "packages.distributions.torch.version")
+    version = torch_version_of(facts)
     if version and "+" in version:
         return version.split("+", 1)[1]
-    cuda = dig(facts, "torch.build.cuda")
+    cuda = facts.torch.build.cuda
     if cuda:
         return "cu" + "".join(str(p) for p in compat.parse_version(cuda)[:2])
-    return "cpu" if dig(facts, "torch.build.variant") == "cpu" else None
+    return "cpu" if facts.torch.build.variant == "cpu" else None
 
 
 def install_command(
@@ -177,7 +178,7 @@ def reinstall_torch(facts: Facts, variant: str, why: str, release: str | None = 
 
 
 def gpu_capabilities(facts: Facts) -> list[tuple[int, int]]:
-    return [tuple(g["capability"]) for g in nvml_gpus(facts) if g.get("capability")]
+    return [(g.capability[0], g.capability[1]) for g in nvml_gpus(facts) if g.capability]
 
 
 def wheel_for(
@@ -191,8 +192,8 @@ def wheel_for(
     (any Python with ``any_python``)."""
     if capabilities is None:
         capabilities = gpu_capabilities(facts)
-    driver = None if any_driver else dig(facts, "nvml.driver_version")
-    python = None if any_python else dig(facts, "platform.python_version")
+    driver = None if any_driver else facts.nvml.driver_version
+    python = None if any_python else facts.platform.python_version
     return compat.pick_wheel(torch_version_of(facts), driver, capabilities, python)
 
 
@@ -264,39 +265,39 @@ def upgrade_driver(need: str | None, then: str = "", facts: Facts | None = None)
     after it confirms the version."""
     return Remedy(
         f"Upgrade the NVIDIA driver to {need or 'a newer release'} or later "
-        f"({driver_install_hint(facts or {})}){then}.",
+        f"({driver_install_hint(facts)}){then}.",
         ("nvidia-smi",),
     )
 
 
-def nvml_gpus(facts: Facts) -> list[dict[str, Any]]:
-    return dig(facts, "nvml.devices", []) if dig(facts, "nvml.status") == "ok" else []
+def nvml_gpus(facts: Facts) -> list[NvmlDevice]:
+    return facts.nvml.devices if facts.nvml.status == "ok" else []
 
 
 def torch_ok(facts: Facts) -> bool:
-    return dig(facts, "torch.status") == "ok"
+    return facts.torch.status == "ok"
 
 
 def torch_unavailable(facts: Facts) -> Verdict:
     """The verdict for a torch-dependent check when torch itself could not be examined."""
-    status = dig(facts, "torch.status", "unknown")
+    status = facts.torch.status or "unknown"
     return verdict(Status.SKIP, f"torch could not be examined ({status}); see torch.install")
 
 
 def probe_stuck(facts: Facts, stages: tuple[str, ...]) -> Verdict | None:
     """An ``error`` verdict when the probe hung or died inside one of ``stages``."""
-    probe = dig(facts, "probe.torch", {})
-    stuck = probe.get("unfinished_stage")
-    if probe.get("status") in ("timeout", "crashed", "failed") and stuck in stages:
+    probe = facts.probe.torch
+    stuck = probe.unfinished_stage
+    if probe.status in ("timeout", "crashed", "failed") and stuck in stages:
         how = {
             "timeout": "did not finish before the deadline",
-            "crashed": f"was killed by {probe.get('signal') or 'a signal'}",
-            "failed": f"exited with code {probe.get('returncode')}",
-        }[probe["status"]]
+            "crashed": f"was killed by {probe.signal or 'a signal'}",
+            "failed": f"exited with code {probe.returncode}",
+        }[probe.status]
         return verdict(
             Status.ERROR,
             f"the torch probe {how} while running stage '{stuck}'",
-            {"probe": probe},
+            {"probe": probe.raw},
             [
                 Remedy(
                     "A hang or crash in CUDA initialisation usually means a wedged driver or a "
@@ -309,5 +310,5 @@ def probe_stuck(facts: Facts, stages: tuple[str, ...]) -> Verdict | None:
     return None
 
 
-def stage_error(facts: Facts, stage: str) -> dict[str, Any] | None:
-    return dig(facts, f"torch.stage_errors.{stage}")
+def stage_error(facts: Facts, stage: str) -> ProbeError | None:
+    return facts.torch.stage_errors.get(stage)

@@ -4,13 +4,22 @@ from __future__ import annotations
 
 import re
 
-from ..facts import Facts, dig
-from ..model import Remedy, Status, Verdict, verdict
+from ..facts_record import Container, Facts
+from ..model import Problem, Remedy, Status, Verdict, from_problems, verdict
 from .common import Context, nvml_gpus, pinned_family, python_cmd, reinstall_torch
 
 ID = "container"
 TITLE = "Container: shared memory and GPU passthrough"
 ORDER = 120  # position in the report: basic facts first, the smoke test last
+# The problems it reports one by one, each its own finding id (container.<code>).
+FINDINGS = {
+    "shm-missing": "no /dev/shm at all",
+    "shm-small": "/dev/shm under 1 GiB: DataLoader workers die with 'Bus error'",
+    "gpu-hidden": "NVIDIA_VISIBLE_DEVICES tells the NVIDIA runtime to give no GPU",
+    "gpu-not-delivered": "a GPU was asked for but none reached the container",
+    "driver-libs-missing": "GPU device nodes without the driver library libcuda.so.1",
+    "cuda-wheel-cpu-image": "a CUDA build of torch in a container meant for the CPU",
+}
 
 GIB = 1024**3
 MIB = 1024**2
@@ -38,32 +47,32 @@ def _size(n: float) -> str:
 
 def gpu_requested(facts: Facts) -> bool:
     """Was this container meant to get a GPU? (NVIDIA_VISIBLE_DEVICES names one or ``all``.)"""
-    value = dig(facts, "env", {}).get("NVIDIA_VISIBLE_DEVICES")
+    value = facts.env.get("NVIDIA_VISIBLE_DEVICES")
     return value is not None and value.strip().lower() not in NO_GPU_VALUES
 
 
 def _gpu_nodes(facts: Facts) -> list[str]:
-    return [n for n in dig(facts, "host.nvidia.dev_nodes", []) if re.fullmatch(r"nvidia\d+", n)]
+    return [n for n in facts.host.nvidia.dev_nodes if re.fullmatch(r"nvidia\d+", n)]
 
 
-def describe(c: dict) -> str:
-    if not c.get("detected"):
+def describe(c: Container) -> str:
+    if not c.detected:
         return "no container detected"
-    kind, engine = c.get("kind"), c.get("engine")
+    kind, engine = c.kind, c.engine
     name = NAMES.get(kind or "", kind or "unknown")
     if kind == "kubernetes" and engine:
         name += f" pod ({NAMES.get(engine, engine)})"
-    clues = ", ".join(e["source"] for e in c.get("evidence", [])[:2])
+    clues = ", ".join(e.source or "?" for e in c.evidence[:2])
     return f"{name} container ({clues})"
 
 
-def _shm_remedies(c: dict, limit: int | None) -> list[Remedy]:
+def _shm_remedies(c: Container, limit: int | None) -> list[Remedy]:
     size = SUGGESTED_SHM
     if limit and limit < 16 * GIB:
         # shm pages count against the memory limit: offer half of it, in 64 MiB steps.
         mib = max(64, (limit // 2 // MIB) // 64 * 64)
         size = f"{mib // 1024}g" if mib % 1024 == 0 else f"{mib}m"
-    kind = c.get("kind") if c.get("detected") else "host"
+    kind = c.kind if c.detected else "host"
     # Options of the `docker run` that starts the container: prose, since only the user knows
     # the rest of that command line.
     docker = Remedy(
@@ -91,22 +100,19 @@ def _shm_remedies(c: dict, limit: int | None) -> list[Remedy]:
     return [*by_kind.get(kind, [docker, podman, k8s]), workaround]
 
 
-def _judge_shm(c: dict, facts: Facts) -> tuple[str, list[Remedy]] | None:
-    shm = c.get("shm") or {}
-    limit = dig(facts, "host.cgroup.memory_limit_bytes")
-    if not shm.get("exists"):
-        return "no /dev/shm: DataLoader workers and NCCL need it", _shm_remedies(c, limit)
-    size = shm.get("size_bytes")
+def _judge_shm(c: Container, facts: Facts) -> Problem | None:
+    limit = facts.host.cgroup.memory_limit_bytes
+    if not c.shm.exists:
+        why = "no /dev/shm: DataLoader workers and NCCL need it"
+        return Problem("shm-missing", Status.WARN, why, _shm_remedies(c, limit))
+    size = c.shm.size_bytes
     if size is not None and size < SMALL_SHM_BYTES:
-        return (
-            f"/dev/shm is only {_size(size)}: DataLoader workers die with 'Bus error' "
-            f"once batches fill it",
-            _shm_remedies(c, limit),
-        )
+        why = f"/dev/shm is only {_size(size)}: DataLoader workers die with 'Bus error' once batches fill it"
+        return Problem("shm-small", Status.WARN, why, _shm_remedies(c, limit))
     return None
 
 
-def _gpu_remedies(c: dict) -> list[Remedy]:
+def _gpu_remedies(c: Container) -> list[Remedy]:
     toolkit = Remedy(
         "The host needs the NVIDIA driver and the NVIDIA Container Toolkit, registered with the engine.",
         (
@@ -125,18 +131,18 @@ def _gpu_remedies(c: dict) -> list[Remedy]:
         "plugin or GPU Operator must run on the node."
     )
     by_kind = {"docker": [docker, toolkit], "podman": [podman], "kubernetes": [k8s]}
-    return by_kind.get(c.get("kind") or "", [docker, toolkit, podman, k8s])
+    return by_kind.get(c.kind or "", [docker, toolkit, podman, k8s])
 
 
 def cuda_only_bytes(facts: Facts) -> int:
     """Bytes a CPU wheel would not install: nvidia-* wheels, triton, torch's CUDA libraries."""
-    return sum(v for v in dig(facts, "packages.cuda_sizes", {}).values() if v)
+    return int(sum(v for v in facts.packages.cuda_sizes.values() if v))
 
 
 def _cpu_wheel_remedies(facts: Facts) -> list[Remedy]:
     saved = cuda_only_bytes(facts)
     how_much = f"about {saved / 1e9:.1f} GB, measured from the installed files" if saved else "GBs"
-    extras = sorted(dig(facts, "packages.cuda_sizes", {}))
+    extras = sorted(facts.packages.cuda_sizes)
     extras = [n for n in extras if not n.startswith("torch")]
     remedies = [
         reinstall_torch(facts, "cpu", f"The CPU build drops the CUDA libraries ({how_much}).")
@@ -158,14 +164,13 @@ def _cpu_wheel_remedies(facts: Facts) -> list[Remedy]:
     return remedies
 
 
-def _judge_gpu(c: dict, facts: Facts, ctx: Context) -> tuple[Status, str, list[Remedy]] | None:
+def _judge_gpu(c: Container, facts: Facts, ctx: Context) -> Problem | None:
     """Inside a container: a CUDA build that got no GPU, or a GPU with no driver libraries."""
-    if dig(facts, "torch.build.variant") != "cuda":
+    if facts.torch.build.variant != "cuda":
         return None
-    env = dig(facts, "env", {})
-    nvd = env.get("NVIDIA_VISIBLE_DEVICES")
-    caps = env.get("NVIDIA_DRIVER_CAPABILITIES")
-    libcuda = dig(c, "nvidia.driver_libs", {}).get("libcuda.so.1")
+    nvd = facts.env.get("NVIDIA_VISIBLE_DEVICES")
+    caps = facts.env.get("NVIDIA_DRIVER_CAPABILITIES")
+    libcuda = c.nvidia.driver_libs.get("libcuda.so.1")
     sees_gpu = bool(nvml_gpus(facts) or _gpu_nodes(facts))
     bad = Status.FAIL if ctx.expect == "cuda" else Status.WARN
     if not sees_gpu:
@@ -177,28 +182,32 @@ def _judge_gpu(c: dict, facts: Facts, ctx: Context) -> tuple[Status, str, list[R
                     "Unset the variable (or set it to `all`) and start the container with GPUs: "
                     "`docker run --gpus all -e NVIDIA_VISIBLE_DEVICES=all …`."
                 )
-                return bad, f"CUDA build of torch, but no GPU reached this container: {why}", [fix]
-            return (
+                why = f"CUDA build of torch, but no GPU reached this container: {why}"
+                return Problem("gpu-hidden", bad, why, [fix])
+            return Problem(
+                "gpu-not-delivered",
                 bad,
                 f"CUDA build of torch and a GPU was asked for ({asked}), but no GPU reached this "
                 f"container: no /dev/nvidia[0-9] device, {'no' if not libcuda else 'but'} "
                 f"libcuda.so.1 mounted (started without --gpus, or no NVIDIA Container Toolkit?)",
                 _gpu_remedies(c),
             )
-        return (
+        return Problem(
+            "cuda-wheel-cpu-image",
             Status.WARN,
             "CUDA build of torch in a container meant for CPU "
             f"(NVIDIA_VISIBLE_DEVICES={nvd if nvd is not None else 'unset'}, no GPU device): "
             "the image carries CUDA libraries it cannot use",
             _cpu_wheel_remedies(facts),
         )
-    if not libcuda and not nvml_gpus(facts) and not dig(facts, "torch.cuda.available"):
+    if not libcuda and not nvml_gpus(facts) and not facts.torch.cuda.available:
         missing = (caps or "unset (= utility)").lower()
         if "all" in missing or "compute" in missing:
             why = "the driver library libcuda.so.1 is not mounted"
         else:
             why = f"NVIDIA_DRIVER_CAPABILITIES={missing} lacks 'compute', so libcuda.so.1 is not mounted"
-        return (
+        return Problem(
+            "driver-libs-missing",
             bad,
             f"GPU device nodes are present but {why}",
             [
@@ -214,42 +223,31 @@ def _judge_gpu(c: dict, facts: Facts, ctx: Context) -> tuple[Status, str, list[R
 
 
 def check(facts: Facts, ctx: Context) -> Verdict:
-    c = dig(facts, "container")
-    if not isinstance(c, dict) or "detected" not in c:
+    c = facts.container
+    if c.detected is None:
         return verdict(
             Status.SKIP,
             "no container facts (recorded by a torchdoctor without container detection); "
             "re-run `torchdoctor check` to gather them",
         )
-    shm = c.get("shm") or {}
     details = {
-        "detected": c.get("detected"),
-        "kind": c.get("kind"),
-        "engine": c.get("engine"),
-        "evidence": c.get("evidence", []),
-        "shm": shm,
-        "memory_limit_bytes": dig(facts, "host.cgroup.memory_limit_bytes"),
-        "cpu_quota": dig(facts, "host.cgroup.cpu_quota"),
-        "nvidia_visible_devices": dig(facts, "env", {}).get("NVIDIA_VISIBLE_DEVICES"),
-        "nvidia_driver_capabilities": dig(facts, "env", {}).get("NVIDIA_DRIVER_CAPABILITIES"),
-        "nvidia_device_nodes": dig(facts, "host.nvidia.dev_nodes", []),
-        "nvidia_driver_libs": dig(c, "nvidia.driver_libs", {}),
+        "detected": c.detected,
+        "kind": c.kind,
+        "engine": c.engine,
+        "evidence": [e.raw for e in c.evidence],
+        "shm": c.shm.raw,
+        "memory_limit_bytes": facts.host.cgroup.memory_limit_bytes,
+        "cpu_quota": facts.host.cgroup.cpu_quota,
+        "nvidia_visible_devices": facts.env.get("NVIDIA_VISIBLE_DEVICES"),
+        "nvidia_driver_capabilities": facts.env.get("NVIDIA_DRIVER_CAPABILITIES"),
+        "nvidia_device_nodes": facts.host.nvidia.dev_nodes,
+        "nvidia_driver_libs": c.nvidia.driver_libs,
     }
-    if dig(facts, "torch.build.variant") == "cuda":
+    if facts.torch.build.variant == "cuda":
         details["cuda_only_bytes"] = cuda_only_bytes(facts)
-    problems: list[tuple[Status, str, list[Remedy]]] = []
-    small = _judge_shm(c, facts)
-    if small:
-        problems.append((Status.WARN, *small))
-    if c.get("detected"):
-        gpu = _judge_gpu(c, facts, ctx)
-        if gpu:
-            problems.append(gpu)
-    where = describe(c)
-    size = shm.get("size_bytes")
+    found = [_judge_shm(c, facts), _judge_gpu(c, facts, ctx) if c.detected else None]
+    size = c.shm.size_bytes
     shm_text = f"/dev/shm {_size(size)}" if size is not None else "/dev/shm size unknown"
-    if not problems:
-        return verdict(Status.PASS, f"{where}; {shm_text}", details)
-    worst = max((p[0] for p in problems), key=lambda s: s.rank)
-    summary = f"{where}: " + "; ".join(p[1] for p in problems)
-    return verdict(worst, summary, details, [r for p in problems for r in p[2]])
+    where = describe(c)
+    problems = [p for p in found if p]
+    return from_problems(problems, details, f"{where}; {shm_text}", prefix=f"{where}: ")

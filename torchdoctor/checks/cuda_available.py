@@ -183,7 +183,7 @@ def check(facts: Facts, ctx: Context) -> Verdict:
     if variant in ("cuda", "rocm"):
         return _cuda_build(facts, ctx, details)
     if gpus and ctx.expect in ("auto", "cuda"):
-        names = ", ".join(sorted({g.get("name") or "GPU" for g in gpus}))
+        names = ", ".join(sorted({g.name or "GPU" for g in gpus}))
         summary = (
             f"a {variant}-only build of torch is installed, but this machine has "
             f"{len(gpus)} NVIDIA GPU(s): {names}"

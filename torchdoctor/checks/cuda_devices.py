@@ -32,12 +32,12 @@ def _devices(facts: Facts) -> tuple[list[dict[str, Any]], str]:
         ], "torch"
     return [
         {
-            "index": g["index"],
-            "name": g.get("name"),
-            "capability": g.get("capability"),
-            "total_memory_bytes": g.get("memory_total_bytes"),
-            "free_bytes": (g["memory_total_bytes"] - g["memory_used_bytes"])
-            if g.get("memory_total_bytes") and g.get("memory_used_bytes") is not None
+            "index": g.index,
+            "name": g.name,
+            "capability": g.capability or None,
+            "total_memory_bytes": g.memory_total_bytes,
+            "free_bytes": (g.memory_total_bytes - g.memory_used_bytes)
+            if g.memory_total_bytes and g.memory_used_bytes is not None
             else None,
         }
         for g in nvml_gpus(facts)

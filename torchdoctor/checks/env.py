@@ -56,7 +56,7 @@ def visible_devices(env: dict[str, str], facts: Facts, out: Findings) -> None:
             fix_all,
         )
         return
-    uuids = [g.get("uuid") or "" for g in gpus]
+    uuids = [g.uuid or "" for g in gpus]
     for pos, entry in enumerate(entries):
         if entry.isdigit():
             if gpus and int(entry) >= len(gpus):
@@ -102,7 +102,7 @@ def visible_devices(env: dict[str, str], facts: Facts, out: Findings) -> None:
 
 def device_order(env: dict[str, str], facts: Facts, out: Findings) -> None:
     order = env.get("CUDA_DEVICE_ORDER")
-    names = {g.get("name") for g in nvml_gpus(facts)}
+    names = {g.name for g in nvml_gpus(facts)}
     fix = Remedy(
         "Number GPUs as nvidia-smi does (PCI bus order) so indices mean the same everywhere.",
         ("export CUDA_DEVICE_ORDER=PCI_BUS_ID",),

@@ -14,7 +14,14 @@ from .. import archs
 from ..data import compat
 from ..facts import Facts, dig
 from ..model import Remedy, Status, Verdict, verdict
-from .common import Context, install_wheel, nvml_gpus, python_cmd, torch_ok, torch_unavailable
+from .common import (
+    Context,
+    gpu_capabilities,
+    install_wheel,
+    python_cmd,
+    torch_ok,
+    torch_unavailable,
+)
 
 ID = "extensions"
 TITLE = "C++/CUDA extension builds"
@@ -59,7 +66,7 @@ def variant_for_nvcc(facts: Facts, nvcc: tuple[int, int]) -> compat.WheelChoice 
     """A wheel built for nvcc's CUDA major (torch refuses only a major mismatch) that this
     driver runs and that covers these GPUs: chosen by the same rule as every other fix, among
     the variants of nvcc's major, nearest minor first."""
-    caps = [tuple(g["capability"]) for g in nvml_gpus(facts) if g.get("capability")]
+    caps = gpu_capabilities(facts)
     version = dig(facts, "torch.version")
     driver = dig(facts, "nvml.driver_version")
     release = compat.torch_minor(version)

@@ -28,7 +28,7 @@ def _nvml_for(facts: Facts, device: str) -> dict[str, Any] | None:
     uuid = (torch_dev.get("uuid") or "").removeprefix("GPU-")
     gpus = nvml_gpus(facts)
     for g in gpus:
-        if uuid and (g.get("uuid") or "").removeprefix("GPU-") == uuid:
+        if uuid and (g.uuid or "").removeprefix("GPU-") == uuid:
             return g
     return gpus[idx] if idx < len(gpus) and not dig(facts, "env.CUDA_VISIBLE_DEVICES") else None
 
@@ -43,7 +43,7 @@ def link_peak_gbps(pcie: dict[str, Any]) -> float | None:
 def _judge_link(device: str, t: dict[str, Any], gpu: dict[str, Any] | None) -> list[str]:
     if not gpu:
         return []
-    pcie = gpu.get("pcie") or {}
+    pcie = gpu.pcie.raw
     peak = link_peak_gbps(pcie)
     out = []
     pinned = t.get("h2d_pinned_gbps")

@@ -181,7 +181,7 @@ def check(facts: Facts, ctx: Context) -> Verdict:
     if not libs:
         err = stage_error(facts, "libs")
         if err:
-            return verdict(Status.ERROR, f"could not read the library map: {err.get('message')}")
+            return verdict(Status.ERROR, f"could not read the library map: {err.message}")
         probe = dig(facts, "probe.torch", {})
         if probe.get("status") not in (None, "ok"):
             where = probe.get("unfinished_stage") or probe.get("status")

@@ -30,7 +30,7 @@ def check(facts: Facts, ctx: Context) -> Verdict:
     if not xpu:
         err = stage_error(facts, "xpu")
         if err:
-            return verdict(Status.ERROR, f"torch.xpu failed: {err.get('message')}", {"error": err})
+            return verdict(Status.ERROR, f"torch.xpu failed: {err.message}", {"error": err.raw})
         return verdict(Status.SKIP, "these facts were recorded without XPU facts")
     render = dig(xpu, "nodes.render", [])
     details = {"xpu": xpu}

@@ -1,0 +1,99 @@
+"""A check's sub-problems are findings of their own: ``<check id>.<code>``, declared in the check's
+``FINDINGS``, documented on its page, silenced one by one."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+from torchdoctor import docs, engine
+from torchdoctor.checks import ALL
+from torchdoctor.checks.common import Context
+from torchdoctor.findings import Selection
+
+from .conftest import FACTS_DIR, REPO, load_facts, run_cli
+
+CORPUS = sorted(p.stem for p in FACTS_DIR.glob("*.json"))
+
+
+def _small_shm_cuda_container() -> dict:
+    """Docker's default 64 MiB /dev/shm and a CUDA wheel in a container started without --gpus:
+    the two problems people meet together in `docker run` without `--shm-size` and `--gpus`."""
+    f = copy.deepcopy(load_facts("cpu_linux"))
+    f["container"] = {
+        "detected": True,
+        "kind": "docker",
+        "evidence": [{"source": "/.dockerenv", "kind": "docker"}],
+        "shm": {"path": "/dev/shm", "exists": True, "mounted": True, "size_bytes": 64 << 20},
+        "nvidia": {"driver_libs": {}},
+    }
+    f["env"] = {"NVIDIA_VISIBLE_DEVICES": "all"}
+    f["torch"]["build"].update(variant="cuda", cuda="12.8")
+    return f
+
+
+def test_each_problem_is_its_own_finding_with_its_own_fix():
+    report = engine.diagnose(_small_shm_cuda_container(), Context(), engine.select(["container"]))
+    found = {f.id: f for f in report.all_findings()}
+    assert set(found) == {"container.shm-small", "container.gpu-not-delivered"}
+    shm = found["container.shm-small"]
+    assert shm.level == "warning" and "Bus error" in shm.message
+    assert "--shm-size" in shm.remedies[0]["text"]
+    assert "--gpus all" in found["container.gpu-not-delivered"].remedies[0]["text"]
+    assert shm.doc == docs.check_url("container") + "#container.shm-small"
+
+
+def test_ignoring_one_problem_keeps_the_other_and_counts_it_silenced():
+    """The accepted 64 MiB /dev/shm of a CI runner must not hide a GPU that never arrived."""
+    report = engine.diagnose(
+        _small_shm_cuda_container(),
+        Context(),
+        engine.select(["container"]),
+        selection=Selection(ignore=("container.shm-small",)),
+    )
+    kept, silenced = report.findings()
+    assert [f.id for f in kept] == ["container.gpu-not-delivered"] and silenced == 1
+    # and the whole check still goes with its own id
+    everything = Selection(ignore=("container",))
+    report.selection = everything
+    assert report.findings() == ([], 2)
+
+
+def test_json_report_lists_each_problem_under_its_check(tmp_path):
+    p = tmp_path / "facts.json"
+    p.write_text(json.dumps(_small_shm_cuda_container()))
+    proc = run_cli("check", "--facts", str(p), "--only", "container", "--json")
+    report = json.loads(proc.stdout)
+    (check,) = report["checks"]
+    assert [x["id"] for x in check["problems"]] == [f["id"] for f in report["findings"]]
+    gpu = check["problems"][1]
+    toolkit = next(r for r in gpu["remedies"] if r["commands"])  # every fix ends with its verify
+    assert toolkit["commands"][-1].endswith("--only container")
+
+
+@pytest.mark.parametrize("expect", ["auto", "cpu", "cuda", "mps"])
+def test_every_problem_code_a_check_emits_is_declared(expect):
+    """Over the whole corpus: an undeclared code would be an id with no page and no list entry."""
+    for name in CORPUS:
+        report = engine.diagnose(load_facts(name), Context(expect=expect), engine.select())
+        for check in report.checks:
+            declared = getattr(engine.select([check.id])[0], "FINDINGS", {})
+            for problem in check.problems:
+                assert problem.code in declared, (name, check.id, problem.code)
+
+
+def test_every_declared_problem_has_its_anchor_on_the_check_page():
+    for module in ALL:
+        page = (REPO / "docs" / docs.check_page(module.ID)).read_text(encoding="utf-8")
+        for code in getattr(module, "FINDINGS", {}):
+            assert f'<a id="{module.ID}.{code}"></a>' in page, (module.ID, code)
+
+
+def test_list_checks_names_each_problem_id_and_its_section():
+    rows = json.loads(run_cli("list-checks", "--format", "json").stdout)
+    container = next(r for r in rows if r["id"] == "container")
+    ids = [f["id"] for f in container["findings"]]
+    assert "container.shm-small" in ids
+    assert all(f["doc"].endswith("container.md#" + f["id"]) for f in container["findings"])
