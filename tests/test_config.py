@@ -50,13 +50,19 @@ def _project(root: Path, pyproject: str, files: dict[str, str]) -> Path:
             " not 'TD001'",
         ),
         ("[tool.torchdoctor]\ncheck = 3\n", "[tool.torchdoctor.check]: must be a table, not 3"),
+        (
+            '[tool.torchdoctor]\nignroe = ["host"]\n',
+            "[tool.torchdoctor] ignroe: unknown key (known: select, ignore, check, scan, inspect,"
+            " audit, dist)",
+        ),
     ],
 )
 def test_key_of_the_wrong_type_is_one_line_naming_file_and_key_and_exit_2(
     tmp_path, command, pyproject, problem
 ):
-    """`check` used to skip the scan's table and `scan` to report it as a file it could not
-    scan (exit 1); now every command refuses the same file with the same line."""
+    """`check` used to skip the scan's table (and any misspelt key) and `scan` to report it
+    as a file it could not scan (exit 1); now every command refuses the same file with the
+    same line."""
     _project(tmp_path, pyproject, {"a.py": "m.cuda()\n"})
     r = run_cli(*COMMANDS[command], cwd=tmp_path)
     assert r.returncode == 2

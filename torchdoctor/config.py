@@ -13,8 +13,8 @@
 Ids match exactly, by dotted prefix (``cuda`` → ``cuda.driver``) or by code prefix
 (``TD1`` → ``TD101``). The applicable file is the nearest pyproject.toml at or above the working
 directory (``scan``: at or above each scanned file). The file is untrusted input: read bounded,
-every key's type checked when it is read, and a malformed one is one line naming the file and
-the key (exit 2), never a traceback.
+every key checked when it is read (an unknown or misspelt key, a value of the wrong type), and
+a malformed one is one line naming the file and the key (exit 2), never a traceback.
 """
 
 from __future__ import annotations
@@ -37,9 +37,12 @@ else:  # pragma: no cover - Python 3.10
 
 CONFIG_LIMIT = 4 * 1024 * 1024
 TABLE = "tool.torchdoctor"
+# every command that reports findings (a new one adds its name: its table is refused otherwise)
 COMMANDS = ("check", "scan", "inspect", "audit", "dist")
 ID_LISTS = ("select", "ignore")
 PER_FILE = "per-file-ignores"
+# keys a command's own table may hold besides select/ignore: only scan's findings are in files
+COMMAND_KEYS = {"scan": (*ID_LISTS, PER_FILE)}
 
 
 class ConfigError(Exception):
@@ -113,20 +116,29 @@ def _check_globs(table: Mapping[str, Any], where: str) -> None:
         _check_ids(globs, glob, f"{where} {PER_FILE}", label=f'"{glob}"')
 
 
+def _check_known(table: Mapping[str, Any], known: tuple[str, ...], where: str) -> None:
+    """A misspelt key would silently do nothing: refuse it."""
+    for key in table:
+        if key not in known:
+            raise ValueError(f"{where} {key}: unknown key (known: {', '.join(known)})")
+
+
 def _check_command(table: Mapping[str, Any], command: str) -> None:
     own = table.get(command, {})
     where = _where(command)
     if not isinstance(own, dict):
         raise ValueError(f"{where}: must be a table, not {own!r:.60}")
+    _check_known(own, COMMAND_KEYS.get(command, ID_LISTS), where)
     for key in ID_LISTS:
         _check_ids(own, key, where)
     _check_globs(own, where)
 
 
 def _validated(table: object) -> dict[str, Any]:
-    """``[tool.torchdoctor]`` whose every known key has the type it must have (ValueError)."""
+    """``[tool.torchdoctor]`` whose every key is known and has the type it must have."""
     if not isinstance(table, dict):
         raise ValueError(f"{_where()}: must be a table, not {table!r:.60}")
+    _check_known(table, (*ID_LISTS, *COMMANDS), _where())
     for key in ID_LISTS:
         _check_ids(table, key, _where())
     for command in COMMANDS:
