@@ -26,7 +26,11 @@ def facts():
 
 
 def run_cli(
-    *args: str, timeout: float = 120, env: dict | None = None, input: str | None = None
+    *args: str,
+    timeout: float = 120,
+    env: dict | None = None,
+    input: str | None = None,
+    cwd: Path = REPO,
 ) -> subprocess.CompletedProcess:
     """``python -m torchdoctor ARGS`` in a real subprocess: real exit codes, real streams."""
     full_env = {**os.environ, "NO_COLOR": "1", **(env or {})}
@@ -37,7 +41,7 @@ def run_cli(
         input=input,
         timeout=timeout,
         env=full_env,
-        cwd=REPO,
+        cwd=cwd,
     )
 
 

@@ -14,7 +14,7 @@ import signal
 import sys
 import time
 import traceback
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import click
 
@@ -33,6 +33,9 @@ from .cli_types import (
     write_output,
     write_stdout,
 )
+
+if TYPE_CHECKING:
+    from .facts import Facts
 
 FORMATS = ("text", "json", "markdown", "junit")
 EXIT_USAGE = 2
@@ -168,22 +171,7 @@ def check(
         except ValueError as exc:  # FactsError, or a collect_env text that does not parse
             raise click.ClickException(f"--facts: {exc}") from None  # one line, exit 2
     else:
-        from . import interpreter
-
-        started = time.monotonic()  # --timeout bounds the whole run, the search included
-        choice = interpreter.choose(python, timeout_s=min(timeout, interpreter.ASK_TIMEOUT_S))
-        opts = facts_mod.GatherOptions(
-            python=choice.python,
-            timeout_s=max(1.0, timeout - (time.monotonic() - started)),
-            smoke=not no_smoke,
-            smoke_size=smoke_size,
-            interpreter=choice.to_facts(),
-            progress=True,  # only ever on a terminal (stderr)
-        )
-        facts = facts_mod.gather(opts)
-        why = interpreter.not_a_python(facts)
-        if python and why:
-            raise click.BadParameter(f"{python!r}: {why}", param_hint="--python")
+        facts = _gather(python, timeout, smoke=not no_smoke, smoke_size=smoke_size)
     if redact:
         from .redact import redact as redact_doc
 
@@ -200,6 +188,28 @@ def check(
     if output:
         write_output(output, "--output", render(doc, verbose, False))
     raise click.exceptions.Exit(report.exit_code())
+
+
+def _gather(python: str | None, timeout: float, smoke: bool, smoke_size: str) -> Facts:
+    """This machine's facts, from the Python that `--python` names or the one chosen for it."""
+    from . import facts as facts_mod
+    from . import interpreter
+
+    started = time.monotonic()  # --timeout bounds the whole run, the search included
+    choice = interpreter.choose(python, timeout_s=min(timeout, interpreter.ASK_TIMEOUT_S))
+    opts = facts_mod.GatherOptions(
+        python=choice.python,
+        timeout_s=max(1.0, timeout - (time.monotonic() - started)),
+        smoke=smoke,
+        smoke_size=smoke_size,
+        interpreter=choice.to_facts(),
+        progress=True,  # only ever on a terminal (stderr)
+    )
+    facts = facts_mod.gather(opts)
+    why = interpreter.not_a_python(facts)
+    if python and why:
+        raise click.BadParameter(f"{python!r}: {why}", param_hint="--python")
+    return facts
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -14,6 +14,7 @@ from .cli_types import (
     child_process_options,
     emit,
     finding_selection,
+    project_config,
     report_format_options,
     resolve_format,
     selection_decorator,
@@ -113,6 +114,7 @@ def scan_cmd(
     if diff and fmt != "text":
         raise click.UsageError("--diff prints a patch; use it with the text format")
     check_writable(output, "--output")
+    project_config()  # a malformed config where scan runs stops it, as on every command
     opts = ScanOptions(
         include_tests=include_tests,
         select=_rule_ids(select, "--select") or None,

@@ -191,11 +191,18 @@ def finding_selection(command: str, select: tuple[str, ...], ignore: tuple[str, 
     from . import config
     from .findings import Selection
 
-    try:
-        from_file = config.selection(command, config.load())
-    except config.ConfigError as exc:
-        raise click.UsageError(f"pyproject.toml: {exc}") from None
+    from_file = project_config().selection(command)
     return from_file.merged(Selection(config.split_ids(select), config.split_ids(ignore)))
+
+
+def project_config():
+    """The working directory's ``[tool.torchdoctor]``; a malformed one is one line, exit 2."""
+    from . import config
+
+    try:
+        return config.load()
+    except config.ConfigError as exc:
+        raise click.ClickException(str(exc)) from None  # main() makes every one exit 2
 
 
 def check_selection_options(scope: str, expect_help: str):

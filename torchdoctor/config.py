@@ -1,4 +1,4 @@
-"""``[tool.torchdoctor]`` in the project's pyproject.toml: settings shared by every command.
+"""``[tool.torchdoctor]`` in the project's pyproject.toml: the one configuration every command reads.
 
     [tool.torchdoctor]
     ignore = ["container", "TD201"]      # silenced on every command (counted in the summary)
@@ -7,14 +7,23 @@
     [tool.torchdoctor.check]             # a command's own table adds to the shared lists
     ignore = ["host"]
 
+    [tool.torchdoctor.scan.per-file-ignores]   # scan: globs relative to this file
+    "tests/*" = ["TD001"]
+
 Ids match exactly, by dotted prefix (``cuda`` → ``cuda.driver``) or by code prefix
-(``TD1`` → ``TD101``). The file is untrusted input: read bounded, and a malformed table is one
-line and exit 2, never a traceback.
+(``TD1`` → ``TD101``). The applicable file is the nearest pyproject.toml at or above the working
+directory (``scan``: at or above each scanned file). The file is untrusted input: read bounded,
+every key checked when it is read (an unknown or misspelt key, a value of the wrong type), and
+a malformed one is one line naming the file and the key (exit 2), never a traceback.
 """
 
 from __future__ import annotations
 
+import os
 import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -27,16 +36,27 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 CONFIG_LIMIT = 4 * 1024 * 1024
+TABLE = "tool.torchdoctor"
+# every command that reports findings (a new one adds its name: its table is refused otherwise)
+COMMANDS = ("check", "scan", "inspect", "audit", "dist")
+ID_LISTS = ("select", "ignore")
+PER_FILE = "per-file-ignores"
+# keys a command's own table may hold besides select/ignore: only scan's findings are in files
+COMMAND_KEYS = {"scan": (*ID_LISTS, PER_FILE)}
 
 
 class ConfigError(Exception):
-    """A pyproject.toml whose [tool.torchdoctor] cannot be used; one line for the user."""
+    """A pyproject.toml that cannot be used: ``path`` and one line saying which key and why."""
+
+    def __init__(self, path: str, problem: str) -> None:
+        super().__init__(f"{path}: {problem}")
+        self.path, self.problem = path, problem
 
 
 def find_pyproject(start: Path | None = None) -> Path | None:
     """The nearest pyproject.toml from ``start`` (the working directory) upwards."""
-    try:
-        here = (start or Path.cwd()).resolve()
+    try:  # absolute, not resolved: scan's globs are relative to the folder as the user names it
+        here = Path(os.path.abspath(start or os.getcwd()))
     except OSError:  # the working directory was deleted
         return None
     for folder in (here, *here.parents):
@@ -46,45 +66,117 @@ def find_pyproject(start: Path | None = None) -> Path | None:
     return None
 
 
-def load(path: Path | None = None) -> dict[str, Any]:
-    """The ``[tool.torchdoctor]`` table (``{}`` when there is none)."""
-    path = path or find_pyproject()
-    if path is None:
-        return {}
-    try:
-        doc = tomllib.loads(read_text_bounded(str(path), CONFIG_LIMIT, allow_stdin=False))
-    except InputError as exc:
-        raise ConfigError(str(exc)) from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML ({exc})") from None
-    table = doc.get("tool", {}).get("torchdoctor", {}) if isinstance(doc.get("tool"), dict) else {}
+@dataclass(frozen=True)
+class Config:
+    """A validated ``[tool.torchdoctor]`` (and the ``[project]`` table beside it)."""
+
+    path: str | None = None
+    table: Mapping[str, Any] = field(default_factory=dict)
+    project: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def root(self) -> str | None:
+        """The folder per-file globs are relative to."""
+        return str(Path(self.path).parent) if self.path else None
+
+    def _own(self, command: str) -> Mapping[str, Any]:
+        return self.table.get(command, {})
+
+    def ids(self, key: str, command: str | None = None) -> tuple[str, ...]:
+        """``select`` or ``ignore``: the shared list, or (with ``command``) that command's own."""
+        return tuple((self._own(command) if command else self.table).get(key, ()))
+
+    def selection(self, command: str) -> Selection:
+        """The shared lists plus the command's own table."""
+        shared = Selection(self.ids("select"), self.ids("ignore"))
+        return shared.merged(Selection(self.ids("select", command), self.ids("ignore", command)))
+
+    def per_file_ignores(self, command: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        """(glob, ids) pairs of the command's ``per-file-ignores``, in file order."""
+        return tuple(
+            (glob, tuple(ids)) for glob, ids in self._own(command).get(PER_FILE, {}).items()
+        )
+
+
+def _where(command: str | None = None) -> str:
+    return f"[{TABLE}.{command}]" if command else f"[{TABLE}]"
+
+
+def _check_ids(table: Mapping[str, Any], key: str, where: str, label: str | None = None) -> None:
+    value = table.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"{where} {label or key}: must be a list of id strings, not {value!r:.60}")
+
+
+def _check_globs(table: Mapping[str, Any], where: str) -> None:
+    globs = table.get(PER_FILE, {})
+    if not isinstance(globs, dict):
+        raise ValueError(f"{where} {PER_FILE}: must be a table of glob = [ids], not {globs!r:.60}")
+    for glob in globs:
+        _check_ids(globs, glob, f"{where} {PER_FILE}", label=f'"{glob}"')
+
+
+def _check_known(table: Mapping[str, Any], known: tuple[str, ...], where: str) -> None:
+    """A misspelt key would silently do nothing: refuse it."""
+    for key in table:
+        if key not in known:
+            raise ValueError(f"{where} {key}: unknown key (known: {', '.join(known)})")
+
+
+def _check_command(table: Mapping[str, Any], command: str) -> None:
+    own = table.get(command, {})
+    where = _where(command)
+    if not isinstance(own, dict):
+        raise ValueError(f"{where}: must be a table, not {own!r:.60}")
+    _check_known(own, COMMAND_KEYS.get(command, ID_LISTS), where)
+    for key in ID_LISTS:
+        _check_ids(own, key, where)
+    _check_globs(own, where)
+
+
+def _validated(table: object) -> dict[str, Any]:
+    """``[tool.torchdoctor]`` whose every key is known and has the type it must have."""
     if not isinstance(table, dict):
-        raise ConfigError(f"{path}: [tool.torchdoctor] must be a table")
-    table = dict(table)
-    table["_path"] = str(path)
+        raise ValueError(f"{_where()}: must be a table, not {table!r:.60}")
+    _check_known(table, (*ID_LISTS, *COMMANDS), _where())
+    for key in ID_LISTS:
+        _check_ids(table, key, _where())
+    for command in COMMANDS:
+        _check_command(table, command)
     return table
 
 
-def _ids(table: dict[str, Any], key: str, where: str) -> tuple[str, ...]:
-    value = table.get(key, [])
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ConfigError(f"{where}: '{key}' must be a list of id strings")
-    return tuple(value)
+def read(path: str) -> Config:
+    """The configuration in the pyproject.toml at ``path`` (ConfigError when malformed)."""
+    try:
+        st = Path(path).stat()
+    except OSError as exc:
+        raise ConfigError(path, f"cannot read: {exc.strerror or exc}") from None
+    return _read(path, st.st_mtime_ns, st.st_size)
 
 
-def selection(command: str, config: dict[str, Any]) -> Selection:
-    """The shared lists plus the command's own table."""
-    where = f"{config.get('_path', 'pyproject.toml')} [tool.torchdoctor]"
-    sel = Selection(_ids(config, "select", where), _ids(config, "ignore", where))
-    own = config.get(command, {})
-    if not isinstance(own, dict):
-        raise ConfigError(f"{where}: '{command}' must be a table")
-    return sel.merged(
-        Selection(
-            _ids(own, "select", f"{where[:-1]}.{command}]"),
-            _ids(own, "ignore", f"{where[:-1]}.{command}]"),
-        )
-    )
+@lru_cache(maxsize=64)
+def _read(path: str, _mtime_ns: int, _size: int) -> Config:
+    """Parsed once per version of the file: scan asks for it from every folder it walks."""
+    try:
+        doc = tomllib.loads(read_text_bounded(path, CONFIG_LIMIT, allow_stdin=False))
+    except (InputError, OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(path, f"cannot read: {exc}") from None
+    except (tomllib.TOMLDecodeError, ValueError) as exc:
+        raise ConfigError(path, f"not valid TOML ({exc})") from None
+    tool = doc.get("tool", {})
+    project = doc.get("project", {})
+    try:
+        table = _validated(tool.get("torchdoctor", {}) if isinstance(tool, dict) else {})
+    except ValueError as exc:
+        raise ConfigError(path, str(exc)) from None
+    return Config(path, table, project if isinstance(project, dict) else {})
+
+
+def load(path: Path | None = None) -> Config:
+    """The configuration of the working directory's project (empty when there is none)."""
+    path = path or find_pyproject()
+    return Config() if path is None else read(str(path))
 
 
 def split_ids(values: tuple[str, ...]) -> tuple[str, ...]:

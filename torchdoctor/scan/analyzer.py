@@ -13,8 +13,10 @@ from bisect import bisect_right
 from functools import lru_cache
 
 from .checks import CHECKS
-from .context import NEWLINE, Check, Context, Hooks, ProjectFacts
+from .context import Context, ProjectFacts
+from .hooks import Check, Hooks
 from .model import Finding
+from .positions import NEWLINE
 
 
 @lru_cache(maxsize=16)

@@ -1,40 +1,38 @@
-"""What a scanned file's project says: `[tool.torchdoctor.scan]` in the nearest
-pyproject.toml (`ignore`, `per-file-ignores`) and the lowest torch release it requires
-(pyproject dependencies or requirements*.txt), which decides whether `weights_only` is
-already the default.
+"""What a scanned file's project says, for the scan: its `[tool.torchdoctor]` lists as rule
+ids (`ignore`, `select`, the scan table's `per-file-ignores`), read by the one configuration
+reader (torchdoctor.config) from the nearest pyproject.toml, and the lowest torch release the
+project requires (pyproject dependencies or requirements*.txt), which decides whether
+`weights_only` is already the default.
 
     [tool.torchdoctor.scan]
     ignore = ["TD201"]
     per-file-ignores = {"tests/*" = ["TD001", "TD002"], "scripts/gpu_*.py" = ["*"]}
 
-TOML is read with tomllib (Python 3.11+) or tomli when installed; without either the
-configuration is skipped (and said so once, as a file error).
+A configuration the reader refuses is said once, as a file error, and that project's files are
+scanned without it: a scan can walk into other projects than the one it runs in.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import os
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
+from pathlib import Path
 
+from .. import config as shared_config
 from ..safeio import InputError, read_text_bounded
 from .rules import RULES, resolve
 
-try:
-    import tomllib
-except ImportError:  # pragma: no cover - Python 3.10
-    try:
-        import tomli as tomllib  # type: ignore[no-redef]
-    except ImportError:
-        tomllib = None  # type: ignore[assignment]
-
-CONFIG_LIMIT = 4 * 1024 * 1024
+CONFIG_LIMIT = shared_config.CONFIG_LIMIT
 ALL = "*"
 TORCH_REQ = re.compile(r"^\s*torch(?![\w.-])\s*(?:\[[^\]]*\])?\s*([^;#\n]*)", re.M)
 LOWER_BOUND = re.compile(r"(>=|==|~=|>)\s*(\d+)\.(\d+)")
 PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
+SHARED, OWN = "[tool.torchdoctor]", "[tool.torchdoctor.scan]"
 
 
 @dataclass(frozen=True)
@@ -44,6 +42,7 @@ class ProjectConfig:
     per_file_ignores: tuple[tuple[str, frozenset[str]], ...] = ()
     torch_min: tuple[int, int] | None = None
     problems: tuple[str, ...] = field(default=())  # one line each, for the report
+    select: frozenset[str] | None = None  # when set, every other rule is silenced
 
     def ignored_for(self, path: str) -> frozenset[str]:
         """Rule ids (or `*`) silenced in this file: `ignore` and matching per-file-ignores."""
@@ -57,6 +56,9 @@ class ProjectConfig:
             ):
                 out |= ids
         return frozenset(out)
+
+    def selects(self, rule: str) -> bool:
+        return self.select is None or ALL in self.select or rule in self.select
 
 
 def torch_lower_bound(requirements: list[str]) -> tuple[int, int] | None:
@@ -73,16 +75,13 @@ def torch_lower_bound(requirements: list[str]) -> tuple[int, int] | None:
 
 
 def _rule_ids(
-    values: object, where: str, problems: list[str], *, others_ok: bool = False
+    values: Iterable[str], where: str, problems: list[str], *, others_ok: bool = False
 ) -> frozenset[str]:
     """Rule ids from a config list: an id, a name, or a code prefix (`TD1` -> TD101…),
     as `[tool.torchdoctor]` matches ids for every command. `others_ok`: the shared list may
     name other commands' ids (`container`), which are not ours to check."""
-    if not isinstance(values, list):
-        problems.append(f"{where}: expected a list of rule ids")
-        return frozenset()
     ids = set()
-    for v in map(str, values):
+    for v in values:
         rule = resolve(v)
         prefixed = {
             r.id for r in RULES if v.upper().startswith("TD") and r.id.startswith(v.upper())
@@ -98,6 +97,27 @@ def _rule_ids(
     return frozenset(ids)
 
 
+def _listed(cfg: shared_config.Config, key: str, problems: list[str]) -> frozenset[str]:
+    """The shared list (which may name other commands' ids) and the scan's own, as rule ids."""
+    shared = _rule_ids(cfg.ids(key), f"{SHARED} {key}", problems, others_ok=True)
+    return shared | _rule_ids(cfg.ids(key, "scan"), f"{OWN} {key}", problems)
+
+
+def _from_config(cfg: shared_config.Config, problems: list[str]) -> ProjectConfig:
+    pfi = tuple(
+        (glob, _rule_ids(ids, f"{OWN} per-file-ignores", problems))
+        for glob, ids in cfg.per_file_ignores("scan")
+    )
+    # `select = []` (or none) selects everything, as on every other command
+    wanted = cfg.ids("select") or cfg.ids("select", "scan")
+    return ProjectConfig(
+        root=cfg.root,
+        ignore=_listed(cfg, "ignore", problems),
+        per_file_ignores=pfi,
+        select=_listed(cfg, "select", problems) if wanted else None,
+    )
+
+
 def _read(path: str) -> str | None:
     try:
         return read_text_bounded(path, CONFIG_LIMIT, allow_stdin=False)
@@ -105,74 +125,49 @@ def _read(path: str) -> str | None:
         return None
 
 
-def _from_pyproject(path: str, problems: list[str]) -> ProjectConfig:
-    text = _read(path)
-    if text is None or tomllib is None:
-        if tomllib is None and "torchdoctor" in (text or ""):
-            problems.append("[tool.torchdoctor] skipped: install tomli on Python 3.10")
-        return ProjectConfig(root=os.path.dirname(path), problems=tuple(problems))
-    try:
-        doc = tomllib.loads(text)
-    except (tomllib.TOMLDecodeError, ValueError) as exc:
-        problems.append(f"not valid TOML ({exc})")
-        return ProjectConfig(root=os.path.dirname(path), problems=tuple(problems))
-    project = doc.get("project") if isinstance(doc.get("project"), dict) else {}
-    deps = project.get("dependencies", []) if isinstance(project, dict) else []
-    tool = doc.get("tool", {}).get("torchdoctor", {}) if isinstance(doc.get("tool"), dict) else {}
-    scan = tool.get("scan", {}) if isinstance(tool, dict) else {}
-    if not isinstance(scan, dict):
-        scan = {}
-    where = "[tool.torchdoctor.scan]"
-    # the shared `[tool.torchdoctor] ignore` applies to every command, the scan's own adds to it
-    shared = tool.get("ignore", []) if isinstance(tool, dict) else []
-    ignore = _rule_ids(shared, "[tool.torchdoctor] ignore", problems, others_ok=True)
-    ignore |= _rule_ids(scan.get("ignore", []), f"{where} ignore", problems)
-    pfi_raw = scan.get("per-file-ignores", {})
-    pfi: list[tuple[str, frozenset[str]]] = []
-    if isinstance(pfi_raw, dict):
-        for pattern, ids in pfi_raw.items():
-            pfi.append((str(pattern), _rule_ids(ids, f"{where} per-file-ignores", problems)))
-    else:
-        problems.append(f"{where} per-file-ignores: expected a table of glob = [rule ids]")
-    return ProjectConfig(
-        root=os.path.dirname(path),
-        ignore=ignore,
-        per_file_ignores=tuple(pfi),
-        torch_min=torch_lower_bound([str(d) for d in deps] if isinstance(deps, list) else []),
-        problems=tuple(problems),
-    )
+def _project_root(directory: str) -> str | None:
+    """The nearest folder at or above `directory` that looks like a project's root."""
+    d = os.path.abspath(directory)
+    while True:
+        if any(os.path.exists(os.path.join(d, m)) for m in PROJECT_MARKERS):
+            return d
+        parent = os.path.dirname(d)
+        if parent == d:
+            return None
+        d = parent
+
+
+def _torch_min(root: str | None, cfg: shared_config.Config) -> tuple[int, int] | None:
+    """The project's torch floor: its pyproject dependencies, else its requirements*.txt."""
+    if root is None:
+        return None
+    if cfg.root == root:  # the project's own pyproject.toml (the configuration's file)
+        deps = cfg.project.get("dependencies", [])
+        bound = torch_lower_bound([str(d) for d in deps] if isinstance(deps, list) else [])
+        if bound is not None:
+            return bound
+    reqs = []
+    for name in sorted(os.listdir(root)) if os.path.isdir(root) else []:
+        if name.startswith("requirements") and name.endswith(".txt"):
+            reqs.append(_read(os.path.join(root, name)) or "")
+    return torch_lower_bound(reqs)
 
 
 @lru_cache(maxsize=256)
 def config_for_dir(directory: str) -> ProjectConfig:
-    """The configuration of the nearest project at or above `directory`."""
-    d = os.path.abspath(directory)
-    while True:
-        if any(os.path.exists(os.path.join(d, m)) for m in PROJECT_MARKERS):
-            return _load(d)
-        parent = os.path.dirname(d)
-        if parent == d:
-            return ProjectConfig()
-        d = parent
-
-
-def _load(root: str) -> ProjectConfig:
+    """What the nearest pyproject.toml says for files in `directory`, and the torch floor of
+    the nearest project (which may be a setup.py project inside the configured one)."""
     problems: list[str] = []
-    pyproject = os.path.join(root, "pyproject.toml")
-    cfg = (
-        _from_pyproject(pyproject, problems)
-        if os.path.isfile(pyproject)
-        else ProjectConfig(root=root)
-    )
-    if cfg.torch_min is None:  # requirements files say what pyproject does not
-        reqs = []
-        for name in sorted(os.listdir(root)) if os.path.isdir(root) else []:
-            if name.startswith("requirements") and name.endswith(".txt"):
-                reqs.append(_read(os.path.join(root, name)) or "")
-        bound = torch_lower_bound(reqs)
-        if bound is not None:
-            cfg = ProjectConfig(cfg.root, cfg.ignore, cfg.per_file_ignores, bound, cfg.problems)
-    return cfg
+    path = shared_config.find_pyproject(Path(directory))
+    try:
+        cfg = shared_config.read(str(path)) if path else shared_config.Config()
+        out = _from_config(cfg, problems)
+    except shared_config.ConfigError as exc:
+        problems.append(exc.problem)
+        cfg = shared_config.Config(exc.path)
+        out = ProjectConfig(root=cfg.root)
+    torch_min = _torch_min(_project_root(directory), cfg)
+    return dataclasses.replace(out, torch_min=torch_min, problems=tuple(problems))
 
 
 def config_for(path: str) -> ProjectConfig:

@@ -55,7 +55,7 @@ class ScanOptions:
     include_tests: bool = False
     select: frozenset[str] | None = None  # rule ids; None = all
     ignore: frozenset[str] = frozenset()
-    use_config: bool = True  # read [tool.torchdoctor.scan] and torch requirements of the project
+    use_config: bool = True  # read [tool.torchdoctor] and torch requirements of the project
 
 
 def is_test_file(path: Path) -> bool:
@@ -164,7 +164,7 @@ def scan_source(
     path: str, text: str, opts: ScanOptions, config: ProjectConfig | None = None
 ) -> tuple[list[Finding], int]:
     """Findings of one file's text (raises SyntaxError/ValueError/RecursionError), and how
-    many were suppressed (inline comments, per-file-ignores)."""
+    many were suppressed (inline comments, the project's select, ignore, per-file-ignores)."""
     config = config or ProjectConfig()
     tree = ast.parse(text, filename=path)
     rules = (opts.select if opts.select is not None else ALL_IDS) - opts.ignore
@@ -179,8 +179,8 @@ def scan_source(
     for f in found:
         if f.rule not in rules:
             continue
-        silenced = quiet.get(f.line, ())
-        if ALL in per_file or f.rule in per_file or ALL in silenced or f.rule in silenced:
+        silenced = per_file | quiet.get(f.line, set())
+        if not config.selects(f.rule) or ALL in silenced or f.rule in silenced:
             suppressed += 1
             continue
         kept.append(f)

@@ -12,8 +12,8 @@ from typing import Any
 
 from .. import __version__
 from ..docs import scan_rule_url
-from .model import ScanResult
-from .rules import RULES
+from .model import FileError, Finding, ScanResult
+from .rules import RULES, Rule
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
@@ -38,75 +38,68 @@ def _location(path: str, region: dict[str, Any] | None) -> dict[str, Any]:
     return {"physicalLocation": physical}
 
 
+def _rule(r: Rule) -> dict[str, Any]:
+    return {
+        "id": r.id,
+        "name": r.name,
+        "shortDescription": {"text": r.title},
+        "fullDescription": {"text": r.help},
+        "help": {"text": r.help},
+        "helpUri": scan_rule_url(r.id),
+        "defaultConfiguration": {"level": r.level},
+        "properties": {"tags": list(r.tags)},
+    }
+
+
+def _result(f: Finding, index: dict[str, int]) -> dict[str, Any]:
+    region = {
+        "startLine": f.line,
+        "startColumn": f.col,
+        "endLine": f.end_line,
+        "endColumn": f.end_col,
+        "snippet": {"text": f.code},
+    }
+    return {
+        "ruleId": f.rule,
+        "ruleIndex": index[f.rule],
+        "level": f.level,
+        "message": {"text": f"{f.message}. Fix: {f.fix}"},
+        "locations": [_location(f.path, region)],
+    }
+
+
+def _notification(e: FileError) -> dict[str, Any]:
+    """A file that could not be scanned: the run still succeeded, and says so."""
+    return {
+        "level": "error",
+        "message": {"text": e.message},
+        "locations": [_location(e.path, {"startLine": e.line} if e.line else None)],
+    }
+
+
 def to_sarif(result: ScanResult) -> dict[str, Any]:
     index = {r.id: i for i, r in enumerate(RULES)}
-    rules = [
-        {
-            "id": r.id,
-            "name": r.name,
-            "shortDescription": {"text": r.title},
-            "fullDescription": {"text": r.help},
-            "help": {"text": r.help},
-            "helpUri": scan_rule_url(r.id),
-            "defaultConfiguration": {"level": r.level},
-            "properties": {"tags": list(r.tags)},
-        }
-        for r in RULES
-    ]
-    results = [
-        {
-            "ruleId": f.rule,
-            "ruleIndex": index[f.rule],
-            "level": f.level,
-            "message": {"text": f"{f.message}. Fix: {f.fix}"},
-            "locations": [
-                _location(
-                    f.path,
-                    {
-                        "startLine": f.line,
-                        "startColumn": f.col,
-                        "endLine": f.end_line,
-                        "endColumn": f.end_col,
-                        "snippet": {"text": f.code},
-                    },
-                )
-            ],
-        }
-        for f in result.findings
-    ]
-    notifications = [
-        {
-            "level": "error",
-            "message": {"text": e.message},
-            "locations": [_location(e.path, {"startLine": e.line} if e.line else None)],
-        }
-        for e in result.errors
-    ]
-    return {
-        "$schema": SARIF_SCHEMA,
-        "version": "2.1.0",
-        "runs": [
+    cwd = Path.cwd().resolve().as_uri()
+    run = {
+        "tool": {
+            "driver": {
+                "name": "torchdoctor",
+                "version": __version__,
+                "rules": [_rule(r) for r in RULES],
+            }
+        },
+        "columnKind": "unicodeCodePoints",  # our columns count characters
+        "originalUriBaseIds": {"%SRCROOT%": {"uri": cwd + "/"}},
+        "invocations": [
             {
-                "tool": {
-                    "driver": {
-                        "name": "torchdoctor",
-                        "version": __version__,
-                        "rules": rules,
-                    }
-                },
-                "columnKind": "unicodeCodePoints",  # our columns count characters
-                "originalUriBaseIds": {"%SRCROOT%": {"uri": Path.cwd().resolve().as_uri() + "/"}},
-                "invocations": [
-                    {
-                        "executionSuccessful": True,
-                        "toolExecutionNotifications": notifications,
-                        "workingDirectory": {"uri": Path.cwd().resolve().as_uri()},
-                    }
-                ],
-                "results": results,
+                "executionSuccessful": True,
+                "toolExecutionNotifications": [_notification(e) for e in result.errors],
+                "workingDirectory": {"uri": cwd},
             }
         ],
+        "results": [_result(f, index) for f in result.findings],
     }
+    return {"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}
 
 
 def render_sarif(result: ScanResult, fail_on: str) -> str:
