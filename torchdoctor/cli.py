@@ -154,18 +154,7 @@ def check(
     from .render import RENDERERS
 
     fmt = resolve_format(fmt, as_json)
-    opts = pipeline.from_command_line(
-        "check",
-        expect=expect,
-        only=only,
-        skip=skip,
-        fail_on=fail_on,
-        select=select,
-        ignore=ignore,
-        timeout=timeout,
-        no_smoke=no_smoke,
-        smoke_size=smoke_size,
-    )
+    opts = pipeline.from_command_line("check", click.get_current_context().params)
     check_writable(output, "--output")
     check_writable(dump_facts, "--dump-facts")
     if facts_file is not None:

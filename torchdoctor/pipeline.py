@@ -8,8 +8,9 @@ there, and ``--timeout`` bounds the same work (the torch probe and the smoke tes
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .facts import TIMEOUT_S, Facts, GatherOptions
 from .findings import Selection
@@ -32,32 +33,21 @@ class CheckOptions:
     smoke_size: str = "quick"
 
 
-def from_command_line(
-    command: str,
-    *,
-    expect: str,
-    only: tuple[str, ...],
-    skip: tuple[str, ...],
-    fail_on: str,
-    select: tuple[str, ...],
-    ignore: tuple[str, ...],
-    timeout: float,
-    no_smoke: bool,
-    smoke_size: str,
-) -> CheckOptions:
-    """The options of ``check_selection_options`` checked (a bad id is a usage error, exit 2)."""
+def from_command_line(command: str, params: Mapping[str, Any]) -> CheckOptions:
+    """The values of ``cli_types.check_selection_options`` (a click context's ``params``),
+    checked: an unknown check id is a usage error, exit 2."""
     from .cli_types import finding_selection, selected_ids
 
-    only_ids, skip_ids = selected_ids(only, skip)
+    only_ids, skip_ids = selected_ids(params["only"], params["skip"])
     return CheckOptions(
-        expect=expect,
+        expect=params["expect"],
         only=only_ids,
         skip=skip_ids,
-        fail_on=fail_on,
-        selection=finding_selection(command, select, ignore),
-        timeout_s=timeout,
-        smoke=not no_smoke,
-        smoke_size=smoke_size,
+        fail_on=params["fail_on"],
+        selection=finding_selection(command, params["select"], params["ignore"]),
+        timeout_s=params["timeout"],
+        smoke=not params["no_smoke"],
+        smoke_size=params["smoke_size"],
     )
 
 

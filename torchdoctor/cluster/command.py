@@ -169,18 +169,7 @@ def dist(
     rank exits with the same code.
     """
     fmt = resolve_format(fmt, as_json)
-    node = pipeline.from_command_line(
-        "dist",
-        expect=expect,
-        only=only,
-        skip=skip,
-        fail_on=fail_on,
-        select=select,
-        ignore=ignore,
-        timeout=timeout,
-        no_smoke=no_smoke,
-        smoke_size=smoke_size,
-    )
+    node = pipeline.from_command_line("dist", click.get_current_context().params)
     check_writable(output, "--output")
     color = use_color(sys.stdout) and fmt == "text"
     if replay:
