@@ -12,7 +12,6 @@ import json
 import os
 import signal
 import sys
-import time
 import traceback
 from typing import TYPE_CHECKING, ClassVar
 
@@ -25,10 +24,8 @@ from .cli_types import (
     check_selection_options,
     check_writable,
     emit,
-    finding_selection,
     report_format_options,
     resolve_format,
-    selected_ids,
     use_color,
     write_output,
     write_stdout,
@@ -36,6 +33,7 @@ from .cli_types import (
 
 if TYPE_CHECKING:
     from .facts import Facts
+    from .pipeline import CheckOptions
 
 FORMATS = ("text", "json", "markdown", "junit")
 EXIT_USAGE = 2
@@ -155,14 +153,12 @@ def check(
     smoke_size: str,
 ) -> None:
     """Inspect this machine's PyTorch environment and judge it."""
-    from . import engine
     from . import facts as facts_mod
-    from .checks.common import Context
+    from . import pipeline
     from .render import RENDERERS
 
     fmt = resolve_format(fmt, as_json)
-    only_ids, skip_ids = selected_ids(only, skip)
-    selection = finding_selection("check", select, ignore)
+    opts = pipeline.from_command_line("check", click.get_current_context().params)
     check_writable(output, "--output")
     check_writable(dump_facts, "--dump-facts")
     if facts_file is not None:
@@ -171,17 +167,14 @@ def check(
         except ValueError as exc:  # FactsError, or a collect_env text that does not parse
             raise click.ClickException(f"--facts: {exc}") from None  # one line, exit 2
     else:
-        facts = _gather(python, timeout, smoke=not no_smoke, smoke_size=smoke_size)
+        facts = _gather(opts, python)
     if redact:
         from .redact import redact as redact_doc
 
         facts = redact_doc(facts)  # before anything is written: the facts file is shared too
     if dump_facts:
         write_output(dump_facts, "--dump-facts", facts_mod.dumps(facts))
-    ctx = Context(expect=expect, smoke=not no_smoke)
-    report = engine.diagnose(
-        facts, ctx, engine.select(only_ids, skip_ids), fail_on=fail_on, selection=selection
-    )
+    report = pipeline.judge(facts, opts)
     doc = report.to_dict()
     render = RENDERERS[fmt]
     emit(render(doc, verbose, use_color(sys.stdout) and fmt == "text"))
@@ -190,22 +183,11 @@ def check(
     raise click.exceptions.Exit(report.exit_code())
 
 
-def _gather(python: str | None, timeout: float, smoke: bool, smoke_size: str) -> Facts:
+def _gather(opts: CheckOptions, python: str | None) -> Facts:
     """This machine's facts, from the Python that `--python` names or the one chosen for it."""
-    from . import facts as facts_mod
-    from . import interpreter
+    from . import interpreter, pipeline
 
-    started = time.monotonic()  # --timeout bounds the whole run, the search included
-    choice = interpreter.choose(python, timeout_s=min(timeout, interpreter.ASK_TIMEOUT_S))
-    opts = facts_mod.GatherOptions(
-        python=choice.python,
-        timeout_s=max(1.0, timeout - (time.monotonic() - started)),
-        smoke=smoke,
-        smoke_size=smoke_size,
-        interpreter=choice.to_facts(),
-        progress=True,  # only ever on a terminal (stderr)
-    )
-    facts = facts_mod.gather(opts)
+    facts = pipeline.gather(opts, python, progress=True)  # progress: only ever on a terminal
     why = interpreter.not_a_python(facts)
     if python and why:
         raise click.BadParameter(f"{python!r}: {why}", param_hint="--python")

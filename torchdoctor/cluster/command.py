@@ -4,19 +4,18 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
+from .. import pipeline
 from ..cli_types import (
     FiniteFloat,
     check_selection_options,
     check_writable,
     emit,
-    finding_selection,
     report_format_options,
     resolve_format,
-    selected_ids,
     use_color,
     write_output,
 )
@@ -24,7 +23,8 @@ from ..safeio import read_text_bounded
 from ..typed_json import too_deep
 from . import fleet
 from .bandwidth import parse_sizes
-from .launch import LaunchError, export_for_env_rendezvous, from_env
+from .launch import Launch, LaunchError, export_for_env_rendezvous, from_env
+from .options import DistOptions
 from .render import RENDERERS
 
 LAUNCH_HELP = (
@@ -57,6 +57,36 @@ def _replay(path: str, fmt: str, verbose: bool, color: bool, **judge: Any) -> tu
     except Exception as exc:  # noqa: BLE001 - recorded input of any shape: one line, exit 2
         why = f"a record lacks the field {exc.args[0]!r}" if isinstance(exc, KeyError) else exc
         raise click.ClickException(f"--replay: cannot replay {path!r}: {why}") from None
+
+
+def _replay_and_exit(
+    path: str,
+    fmt: str,
+    verbose: bool,
+    color: bool,
+    output: str | None,
+    slow_ratio: float,
+    node: pipeline.CheckOptions,
+) -> NoReturn:
+    judge = {"slow_ratio": slow_ratio, "fail_on": node.fail_on, "selection": node.selection}
+    doc, text = _replay(path, fmt, verbose, color, **judge)
+    emit(text)
+    if output:
+        write_output(output, "--output", RENDERERS["json"](doc, False, False))
+    raise click.exceptions.Exit(doc["exit_code"])
+
+
+def _launch() -> Launch:
+    """This rank's place in the job, exported for torch's env:// rendezvous; bad or missing
+    launcher variables are one line, exit 2, before torch or a rendezvous starts."""
+    try:
+        launch = from_env()
+    except LaunchError as exc:
+        raise LauncherVariableError(str(exc)) from exc
+    if launch is None:
+        raise click.UsageError(LAUNCH_HELP)
+    export_for_env_rendezvous(launch)
+    return launch
 
 
 @click.command("dist")
@@ -139,44 +169,24 @@ def dist(
     rank exits with the same code.
     """
     fmt = resolve_format(fmt, as_json)
-    only_ids, skip_ids = selected_ids(only, skip)
-    selection = finding_selection("dist", select, ignore)
+    node = pipeline.from_command_line("dist", click.get_current_context().params)
     check_writable(output, "--output")
     color = use_color(sys.stdout) and fmt == "text"
     if replay:
-        doc, text = _replay(
-            replay, fmt, verbose, color, slow_ratio=slow_ratio, fail_on=fail_on, selection=selection
-        )
-        emit(text)
-        if output:
-            write_output(output, "--output", RENDERERS["json"](doc, False, False))
-        raise click.exceptions.Exit(doc["exit_code"])
-    try:
-        launch = from_env()
-    except LaunchError as exc:  # one line, exit 2, before torch or a rendezvous starts
-        raise LauncherVariableError(str(exc)) from exc
-    if launch is None:
-        raise click.UsageError(LAUNCH_HELP)
-    export_for_env_rendezvous(launch)
-    from .worker import DistOptions, run
+        _replay_and_exit(replay, fmt, verbose, color, output, slow_ratio, node)
+    launch = _launch()
+    from .worker import run
 
     run(
         DistOptions(
             backend=backend,
             collective_timeout_s=collective_timeout,
-            probe_timeout_s=timeout,
             checks=not no_checks,
-            smoke=not no_smoke,
-            smoke_size=smoke_size,
-            expect=expect,
-            only=only_ids,
-            skip=skip_ids,
+            node=node,
             measure_bandwidth=not no_bandwidth,
             sizes=sizes,
             iters=iters,
             slow_ratio=slow_ratio,
-            fail_on=fail_on,
-            selection=selection,
             fmt=fmt,
             verbose=verbose,
             output=output,

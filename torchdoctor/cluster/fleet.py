@@ -173,13 +173,13 @@ def _ranks_finding(records: list[Record], missing: list[Record], world: int) -> 
     )
 
 
-def _collectives_finding(records: list[Record], host_of: dict[int, str]) -> Finding:
+def _collective_failures(records: list[Record]) -> tuple[dict[str, list[int]], dict[str, str]]:
+    """(what failed -> ranks, what failed -> first message): failed collectives, and phases
+    that failed for another reason."""
     bad: dict[str, list[int]] = {}
     messages: dict[str, str] = {}
-    ran = False
     for rec in records:
         for op, res in (rec.get("collectives") or {}).items():
-            ran = True
             if res.get("status") in ("fail", "error"):
                 bad.setdefault(op, []).append(rec["rank"])
                 messages.setdefault(op, res.get("summary", ""))
@@ -189,52 +189,69 @@ def _collectives_finding(records: list[Record], host_of: dict[int, str]) -> Find
             key = f"phase {err.get('phase', '?')}"
             bad.setdefault(key, []).append(rec["rank"])
             messages.setdefault(key, err.get("message", ""))
+    return bad, messages
+
+
+COLLECTIVES_TITLE = "collectives are correct"
+
+
+def _collectives_failed(
+    bad: dict[str, list[int]], messages: dict[str, str], host_of: dict[int, str]
+) -> Finding:
+    parts = [f"{op} on {where(rs, host_of)}: {messages[op]}" for op, rs in bad.items()]
+    return _finding(
+        "fleet.collectives",
+        COLLECTIVES_TITLE,
+        "fail",
+        "; ".join(parts),
+        {
+            "failed": {op: sorted(rs) for op, rs in bad.items()},
+            "messages": messages,
+            "ranks": sorted({r for rs in bad.values() for r in rs}),
+        },
+        [
+            _remedy(
+                "A collective that gives wrong values or times out breaks training. Re-run "
+                "with NCCL's log on the failing ranks; check the network interface NCCL picks "
+                "(NCCL_SOCKET_IFNAME) and, on PCIe machines, try without peer-to-peer.",
+                "NCCL_DEBUG=INFO TORCH_DISTRIBUTED_DEBUG=DETAIL torchrun ... -m torchdoctor dist",
+                "NCCL_P2P_DISABLE=1 torchrun ... -m torchdoctor dist",
+            )
+        ],
+    )
+
+
+def _collectives_passed(records: list[Record]) -> Finding:
     backends = sorted({r.get("backend") or "?" for r in records})
     fallbacks = {r["rank"]: r["backend_fallback"] for r in records if r.get("backend_fallback")}
-    title = "collectives are correct"
-    if bad:
-        parts = [f"{op} on {where(rs, host_of)}: {messages[op]}" for op, rs in bad.items()]
-        return _finding(
-            "fleet.collectives",
-            title,
-            "fail",
-            "; ".join(parts),
-            {
-                "failed": {op: sorted(rs) for op, rs in bad.items()},
-                "messages": messages,
-                "ranks": sorted({r for rs in bad.values() for r in rs}),
-            },
-            [
-                _remedy(
-                    "A collective that gives wrong values or times out breaks training. Re-run "
-                    "with NCCL's log on the failing ranks; check the network interface NCCL picks "
-                    "(NCCL_SOCKET_IFNAME) and, on PCIe machines, try without peer-to-peer.",
-                    "NCCL_DEBUG=INFO TORCH_DISTRIBUTED_DEBUG=DETAIL torchrun ... -m torchdoctor dist",
-                    "NCCL_P2P_DISABLE=1 torchrun ... -m torchdoctor dist",
-                )
-            ],
-        )
-    if not ran:
-        return _finding("fleet.collectives", title, "skip", "no collective ran")
     ops = [op for op in COLLECTIVES if any(op in (r.get("collectives") or {}) for r in records)]
     summary = f"{', '.join(ops)} correct on {len(records)} rank(s) ({', '.join(backends)})"
-    if fallbacks:
-        ranks = sorted(fallbacks)
-        return _finding(
-            "fleet.collectives",
-            title,
-            "warn",
-            f"{summary}, but gloo ran as a fallback: {fallbacks[ranks[0]]}",
-            {"fallback": fallbacks, "ranks": ranks},
-            [
-                _remedy(
-                    "NCCL was not usable on every rank, so GPU training would not get NCCL's speed. "
-                    "Run `torchdoctor check --expect cuda` on the named ranks' hosts.",
-                    "torchdoctor check --expect cuda",
-                )
-            ],
-        )
-    return _finding("fleet.collectives", title, "pass", summary)
+    if not fallbacks:
+        return _finding("fleet.collectives", COLLECTIVES_TITLE, "pass", summary)
+    ranks = sorted(fallbacks)
+    return _finding(
+        "fleet.collectives",
+        COLLECTIVES_TITLE,
+        "warn",
+        f"{summary}, but gloo ran as a fallback: {fallbacks[ranks[0]]}",
+        {"fallback": fallbacks, "ranks": ranks},
+        [
+            _remedy(
+                "NCCL was not usable on every rank, so GPU training would not get NCCL's speed. "
+                "Run `torchdoctor check --expect cuda` on the named ranks' hosts.",
+                "torchdoctor check --expect cuda",
+            )
+        ],
+    )
+
+
+def _collectives_finding(records: list[Record], host_of: dict[int, str]) -> Finding:
+    bad, messages = _collective_failures(records)
+    if bad:
+        return _collectives_failed(bad, messages, host_of)
+    if not any(rec.get("collectives") for rec in records):
+        return _finding("fleet.collectives", COLLECTIVES_TITLE, "skip", "no collective ran")
+    return _collectives_passed(records)
 
 
 # label -> (how to read it for a rank, status when it differs)
@@ -358,24 +375,26 @@ def _devices_finding(records: list[Record], host_of: dict[int, str]) -> Finding:
     )
 
 
-def _bandwidth_finding(
-    records: list[Record], host_of: dict[int, str], slow_ratio: float
-) -> Finding:
-    title = "no rank is far below the fleet's bandwidth"
-    # op -> size -> rank -> busbw
-    table: dict[str, dict[int, dict[int, float]]] = {}
+BANDWIDTH_TITLE = "no rank is far below the fleet's bandwidth"
+BusBw = dict[str, dict[int, dict[int, float]]]  # op -> message size -> rank -> busbw
+
+
+def _busbw_table(records: list[Record]) -> BusBw:
+    table: BusBw = {}
     for rec in records:
         for m in rec.get("bandwidth") or []:
             table.setdefault(m["op"], {}).setdefault(m["bytes"], {})[rec["rank"]] = m["busbw_gbps"]
-    if not table:
-        return _finding("fleet.bandwidth", title, "skip", "no bandwidth was measured")
-    medians = {
-        op: {size: round(statistics.median(v.values()), 4) for size, v in sorted(sizes.items())}
-        for op, sizes in table.items()
-    }
+    return table
+
+
+def _slow_ranks(
+    table: BusBw, medians: dict[str, dict[int, float]], slow_ratio: float
+) -> dict[int, list[str]]:
+    """rank -> why it is slow: below slow_ratio × the median at the op's largest message, the
+    least noisy, bandwidth-bound one."""
     slow: dict[int, list[str]] = {}
     for op, sizes in table.items():
-        size = max(sizes)  # the largest message is the least noisy, bandwidth-bound one
+        size = max(sizes)
         median = medians[op][size]
         for rank, value in sorted(sizes[size].items()):
             if median > 0 and value < slow_ratio * median:
@@ -383,22 +402,12 @@ def _bandwidth_finding(
                     f"{op} {human_bytes(size)} at {value:.3g} GB/s, "
                     f"{value / median:.2f}× the median {median:.3g} GB/s"
                 )
-    headline = []
-    for op, sizes in medians.items():
-        size = max(sizes)
-        headline.append(f"{op} {human_bytes(size)} {sizes[size]:.3g} GB/s")
-    details: dict[str, Any] = {
-        "median_busbw_gbps": {op: {str(s): v for s, v in sz.items()} for op, sz in medians.items()},
-        "slow_ratio": slow_ratio,
-    }
-    if not slow:
-        return _finding(
-            "fleet.bandwidth",
-            title,
-            "pass",
-            f"median busbw {', '.join(headline)}; no rank below {slow_ratio}× the median",
-            details,
-        )
+    return slow
+
+
+def _bandwidth_slow(
+    slow: dict[int, list[str]], host_of: dict[int, str], details: dict[str, Any]
+) -> Finding:
     details["slow"] = {str(r): why for r, why in slow.items()}
     details["ranks"] = sorted(slow)
     parts = [
@@ -407,7 +416,7 @@ def _bandwidth_finding(
     hosts = sorted({host_of.get(r, "?") for r in slow})
     return _finding(
         "fleet.bandwidth",
-        title,
+        BANDWIDTH_TITLE,
         "warn",
         "; ".join(parts[:3]) + (f"; and {len(parts) - 3} more rank(s)" if len(parts) > 3 else ""),
         details,
@@ -424,79 +433,146 @@ def _bandwidth_finding(
     )
 
 
-def _check_findings(reports: dict[str, Record], ranks_on: dict[str, list[int]]) -> list[Finding]:
-    """Node checks, grouped per check id: which hosts are not passing it, and their fixes.
+def _bandwidth_finding(
+    records: list[Record], host_of: dict[int, str], slow_ratio: float
+) -> Finding:
+    table = _busbw_table(records)
+    if not table:
+        return _finding("fleet.bandwidth", BANDWIDTH_TITLE, "skip", "no bandwidth was measured")
+    medians = {
+        op: {size: round(statistics.median(v.values()), 4) for size, v in sorted(sizes.items())}
+        for op, sizes in table.items()
+    }
+    slow = _slow_ranks(table, medians, slow_ratio)
+    details: dict[str, Any] = {
+        "median_busbw_gbps": {op: {str(s): v for s, v in sz.items()} for op, sz in medians.items()},
+        "slow_ratio": slow_ratio,
+    }
+    if slow:
+        return _bandwidth_slow(slow, host_of, details)
+    headline = [f"{op} {human_bytes(max(sz))} {sz[max(sz)]:.3g} GB/s" for op, sz in medians.items()]
+    return _finding(
+        "fleet.bandwidth",
+        BANDWIDTH_TITLE,
+        "pass",
+        f"median busbw {', '.join(headline)}; no rank below {slow_ratio}× the median",
+        details,
+    )
 
-    A host's finding flags every rank on that host: they all run on the broken node.
-    """
+
+def _by_check(reports: dict[str, Record]) -> tuple[dict[str, dict[str, Record]], dict[str, str]]:
+    """(check id -> host -> that host's result, check id -> title)."""
     by_check: dict[str, dict[str, Record]] = {}
     titles: dict[str, str] = {}
     for host, report in reports.items():
         for c in report.get("checks") or []:
             by_check.setdefault(c["id"], {})[host] = c
             titles.setdefault(c["id"], c.get("title", c["id"]))
-    problems: list[Finding] = []
-    for cid, per_host in by_check.items():
-        bad = {h: c for h, c in per_host.items() if c["status"] in ("warn", "fail", "error")}
-        if not bad:
-            continue
-        status = _worst(c["status"] for c in bad.values())
-        hosts = sorted(bad)
-        first = bad[hosts[0]]
-        remedies: list[dict[str, Any]] = []
-        for c in bad.values():
-            for r in c.get("remedies") or []:
-                if r not in remedies:
-                    remedies.append(r)
-        problems.append(
-            _finding(
-                cid,
-                titles[cid],
-                status,
-                f"{status} on {len(hosts)} of {len(per_host)} host(s) ({_hosts_text(hosts)}): "
-                f"{first['summary']}",
-                {
-                    "by_host": {
-                        h: {"status": c["status"], "summary": c["summary"]}
-                        for h, c in sorted(per_host.items())
-                    },
-                    "hosts": hosts,
-                    "ranks": sorted(r for h in hosts for r in ranks_on.get(h, [])),
-                },
-                remedies,
-            )
-        )
+    return by_check, titles
+
+
+def _check_problem(
+    cid: str, title: str, per_host: dict[str, Record], ranks_on: dict[str, list[int]]
+) -> Finding | None:
+    """One node check across the hosts: which are not passing it, and their fixes (once each).
+    A host's finding flags every rank on that host: they all run on the broken node."""
+    bad = {h: c for h, c in per_host.items() if c["status"] in ("warn", "fail", "error")}
+    if not bad:
+        return None
+    status = _worst(c["status"] for c in bad.values())
+    hosts = sorted(bad)
+    remedies: list[dict[str, Any]] = []
+    for c in bad.values():
+        for r in c.get("remedies") or []:
+            if r not in remedies:
+                remedies.append(r)
+    return _finding(
+        cid,
+        title,
+        status,
+        f"{status} on {len(hosts)} of {len(per_host)} host(s) ({_hosts_text(hosts)}): "
+        f"{bad[hosts[0]]['summary']}",
+        {
+            "by_host": {
+                h: {"status": c["status"], "summary": c["summary"]}
+                for h, c in sorted(per_host.items())
+            },
+            "hosts": hosts,
+            "ranks": sorted(r for h in hosts for r in ranks_on.get(h, [])),
+        },
+        remedies,
+    )
+
+
+def _checks_summary(hosts: int, checks: int, problems: list[Finding]) -> Finding:
     title = "node checks pass on every host"
-    if not reports:
-        summary = _finding("fleet.checks", title, "skip", "no host report was gathered")
-    elif not problems:
-        n = len(by_check)
-        summary = _finding(
+    if not hosts:
+        return _finding("fleet.checks", title, "skip", "no host report was gathered")
+    if not problems:
+        return _finding(
             "fleet.checks",
             title,
             "pass",
-            f"{n} check(s) pass or do not apply on every one of {len(reports)} host(s)",
+            f"{checks} check(s) pass or do not apply on every one of {hosts} host(s)",
         )
-    else:
-        summary = _finding(
-            "fleet.checks",
-            title,
-            _worst(p["status"] for p in problems),
-            f"{len(problems)} check(s) not passing on some hosts: "
-            + ", ".join(p["id"] for p in problems),
-            {"checks": [p["id"] for p in problems]},
-            [
-                _remedy(
-                    "Each check below names its hosts and fixes; on one of those hosts the full "
-                    "single-machine report has the details.",
-                    "torchdoctor check -v",
-                )
-            ],
-        )
-    return [summary, *problems]
+    return _finding(
+        "fleet.checks",
+        title,
+        _worst(p["status"] for p in problems),
+        f"{len(problems)} check(s) not passing on some hosts: "
+        + ", ".join(p["id"] for p in problems),
+        {"checks": [p["id"] for p in problems]},
+        [
+            _remedy(
+                "Each check below names its hosts and fixes; on one of those hosts the full "
+                "single-machine report has the details.",
+                "torchdoctor check -v",
+            )
+        ],
+    )
+
+
+def _check_findings(reports: dict[str, Record], ranks_on: dict[str, list[int]]) -> list[Finding]:
+    """Node checks, grouped per check id: the summary, then each check some host is not passing."""
+    by_check, titles = _by_check(reports)
+    problems = [
+        p
+        for cid, per_host in by_check.items()
+        if (p := _check_problem(cid, titles[cid], per_host, ranks_on)) is not None
+    ]
+    return [_checks_summary(len(reports), len(by_check), problems), *problems]
 
 
 # ------------------------------------------------------------------------------------ the report
+
+
+def _hosts(records: list[Record], missing: list[Record]) -> dict[str, list[int]]:
+    """host -> its ranks, answered or missing, in rank order."""
+    hosts: dict[str, list[int]] = {}
+    for r in sorted([*records, *missing], key=lambda r: r["rank"]):
+        hosts.setdefault(r.get("host") or "?", []).append(r["rank"])
+    return hosts
+
+
+def _judge(
+    records: list[Record],
+    missing: list[Record],
+    hosts: dict[str, list[int]],
+    world_size: int,
+    slow_ratio: float,
+) -> list[Finding]:
+    """Every fleet judgement, passes included (the text report's lines)."""
+    host_of = {r["rank"]: r["host"] for r in records}
+    host_of.update({m["rank"]: m.get("host") or "?" for m in missing})
+    reports = {r["host"]: r["report"] for r in records if r.get("report")}
+    return [
+        _ranks_finding(records, missing, world_size),
+        _collectives_finding(records, host_of),
+        _versions_finding(records, reports, host_of),
+        _devices_finding(records, host_of),
+        _bandwidth_finding(records, host_of, slow_ratio),
+        *_check_findings(reports, hosts),
+    ]
 
 
 def aggregate(
@@ -512,21 +588,8 @@ def aggregate(
     """Every rank's record (and the ranks that did not answer) -> the fleet report document."""
     records = sorted(records, key=lambda r: r["rank"])
     missing = sorted(missing or [], key=lambda m: m["rank"])
-    host_of = {r["rank"]: r["host"] for r in records}
-    host_of.update({m["rank"]: m.get("host") or "?" for m in missing})
-    reports = {r["host"]: r["report"] for r in records if r.get("report")}
-    hosts: dict[str, list[int]] = {}
-    for r in sorted([*records, *missing], key=lambda r: r["rank"]):
-        hosts.setdefault(r.get("host") or "?", []).append(r["rank"])
-    findings = [
-        _ranks_finding(records, missing, world_size),
-        _collectives_finding(records, host_of),
-        _versions_finding(records, reports, host_of),
-        _devices_finding(records, host_of),
-        _bandwidth_finding(records, host_of, slow_ratio),
-        *_check_findings(reports, hosts),
-    ]
-    results = findings  # every fleet judgement, passes included (the text report's lines)
+    hosts = _hosts(records, missing)
+    results = _judge(records, missing, hosts, world_size, slow_ratio)
     counts = Counter(r["status"] for r in results)
     # --fail-on speaks finding levels (error/warning/note/never) on every command.
     fail_on = normalise_fail_on(fail_on)
@@ -549,13 +612,7 @@ def aggregate(
         "world_size": world_size,
         "backend": ",".join(sorted({r.get("backend") or "?" for r in records})) or None,
         "hosts": [
-            {
-                "host": h,
-                "ranks": rs,
-                "report_rank": next(
-                    (r["rank"] for r in records if r["host"] == h and r.get("report")), None
-                ),
-            }
+            {"host": h, "ranks": rs, "report_rank": _report_rank(records, h)}
             for h, rs in hosts.items()
         ],
         "results": results,
@@ -563,6 +620,11 @@ def aggregate(
         "missing": missing,
         "meta": meta or {},
     }
+
+
+def _report_rank(records: list[Record], host: str) -> int | None:
+    """The rank that carries the host's node report (its local rank 0), if it answered."""
+    return next((r["rank"] for r in records if r["host"] == host and r.get("report")), None)
 
 
 LEVEL_OF_STATUS = {"warn": "warning", "fail": "error", "error": "error"}

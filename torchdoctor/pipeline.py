@@ -1,0 +1,84 @@
+"""The check pipeline, one for every caller: choose the Python, gather its facts, judge them.
+
+``torchdoctor check`` runs it on this machine, and ``torchdoctor dist`` runs it once per host
+(on local rank 0), so a host's findings in a fleet report are exactly what ``check`` reports
+there, and ``--timeout`` bounds the same work (the torch probe and the smoke tests together).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .facts import TIMEOUT_S, Facts, GatherOptions
+from .findings import Selection
+
+if TYPE_CHECKING:
+    from .model import Report
+
+
+@dataclass(frozen=True)
+class CheckOptions:
+    """What to gather and how to judge it: the options `check` and `dist` share."""
+
+    expect: str = "auto"
+    only: list[str] = field(default_factory=list)
+    skip: list[str] = field(default_factory=list)
+    fail_on: str = "error"
+    selection: Selection = field(default_factory=Selection)
+    timeout_s: float = TIMEOUT_S  # the whole run: interpreter search, probe and smoke tests
+    smoke: bool = True
+    smoke_size: str = "quick"
+
+
+def from_command_line(command: str, params: Mapping[str, Any]) -> CheckOptions:
+    """The values of ``cli_types.check_selection_options`` (a click context's ``params``),
+    checked: an unknown check id is a usage error, exit 2."""
+    from .cli_types import finding_selection, selected_ids
+
+    only_ids, skip_ids = selected_ids(params["only"], params["skip"])
+    return CheckOptions(
+        expect=params["expect"],
+        only=only_ids,
+        skip=skip_ids,
+        fail_on=params["fail_on"],
+        selection=finding_selection(command, params["select"], params["ignore"]),
+        timeout_s=params["timeout"],
+        smoke=not params["no_smoke"],
+        smoke_size=params["smoke_size"],
+    )
+
+
+def gather(opts: CheckOptions, python: str | None = None, progress: bool = False) -> Facts:
+    """The facts of ``python`` (None: the one torchdoctor would choose), within opts.timeout_s."""
+    from . import facts as facts_mod
+    from . import interpreter
+
+    started = time.monotonic()  # the deadline bounds the whole run, the search included
+    choice = interpreter.choose(python, timeout_s=min(opts.timeout_s, interpreter.ASK_TIMEOUT_S))
+    return facts_mod.gather(
+        GatherOptions(
+            python=choice.python,
+            timeout_s=max(1.0, opts.timeout_s - (time.monotonic() - started)),
+            smoke=opts.smoke,
+            smoke_size=opts.smoke_size,
+            interpreter=choice.to_facts(),
+            progress=progress,
+        )
+    )
+
+
+def judge(facts: Facts, opts: CheckOptions) -> Report:
+    """Run the selected checks on ``facts``; pure, like every check."""
+    from . import engine
+    from .checks.common import Context
+
+    return engine.diagnose(
+        facts,
+        Context(expect=opts.expect, smoke=opts.smoke),
+        engine.select(opts.only, opts.skip),
+        fail_on=opts.fail_on,
+        selection=opts.selection,
+    )
