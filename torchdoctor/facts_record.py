@@ -291,10 +291,18 @@ class Rocm(Record):
 
 
 @record
+class XpuDevice(Record):
+    index: Int
+    name: Str
+    driver_version: Str
+    total_memory_bytes: Int
+
+
+@record
 class Xpu(Record):
     available: Bool
     device_count: Int
-    devices: list[dict[str, Any]]
+    devices: list[XpuDevice]
     nodes: Nodes
 
 

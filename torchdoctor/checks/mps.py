@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..data import compat
-from ..facts import Facts, dig
+from ..facts_record import Facts
 from ..model import Remedy, Status, Verdict, verdict
 from .common import (
     Context,
@@ -39,41 +41,26 @@ def min_macos(torch_version: str | None) -> tuple[int, int] | None:
     return OLD_MIN_MACOS if v < (2, 6) else MIN_MACOS
 
 
-def check(facts: Facts, ctx: Context) -> Verdict:
-    system = dig(facts, "platform.system")
-    if system != "Darwin":
-        status = Status.FAIL if ctx.expect == "mps" else Status.SKIP
-        return verdict(
-            status,
-            f"MPS exists only on macOS (this is {system or 'unknown'})",
-            {},
-            [Remedy("MPS needs a Mac with Apple Silicon.")] if status == Status.FAIL else [],
-        )
-    if not torch_ok(facts):
-        return verdict(Status.SKIP, "torch could not be examined; see torch.install")
-    stuck = probe_stuck(facts, ("mps",))
-    if stuck:
-        return stuck
-    mac = dig(facts, "platform.mac_ver", "")
-    macv = tuple(int(x) for x in mac.split(".")[:2] if x.isdigit())
-    mps = dig(facts, "torch.mps", {})
-    fallback = dig(facts, "env.PYTORCH_ENABLE_MPS_FALLBACK")
-    details = {
-        "macos": mac,
-        "built": mps.get("built", False),
-        "available": mps.get("available", False),
-        "machine": dig(facts, "platform.machine"),
-        "fallback": fallback,
-    }
-    bad = Status.FAIL if ctx.expect == "mps" else Status.WARN
-    if dig(facts, "platform.rosetta"):
+def _off_macos(system: str | None, ctx: Context) -> Verdict:
+    status = Status.FAIL if ctx.expect == "mps" else Status.SKIP
+    return verdict(
+        status,
+        f"MPS exists only on macOS (this is {system or 'unknown'})",
+        {},
+        [Remedy("MPS needs a Mac with Apple Silicon.")] if status == Status.FAIL else [],
+    )
+
+
+def _too_old(facts: Facts, details: dict[str, Any], bad: Status) -> Verdict | None:
+    """Rosetta, a torch without MPS, or a macOS older than this torch's floor."""
+    if facts.platform.rosetta:
         return verdict(
             bad,
             "Python runs under Rosetta (x86_64): MPS is unavailable",
             details,
             [Remedy("Install an arm64 Python and recreate the environment.")],
         )
-    version = dig(facts, "torch.version")
+    version = facts.torch.version
     floor = min_macos(version)
     if floor is None:
         return verdict(
@@ -82,7 +69,9 @@ def check(facts: Facts, ctx: Context) -> Verdict:
             details,
             [Remedy("Upgrade torch to use the GPU of an Apple Silicon Mac.")],
         )
-    if macv and macv < floor and not mps.get("available"):
+    mac = facts.platform.mac_ver or ""
+    macv = tuple(int(x) for x in mac.split(".")[:2] if x.isdigit())
+    if macv and macv < floor and not facts.torch.mps.available:
         fixes = [Remedy("Upgrade macOS.", ("softwareupdate --list",))]
         if macv >= OLD_MIN_MACOS:
             fixes.append(
@@ -97,11 +86,13 @@ def check(facts: Facts, ctx: Context) -> Verdict:
             details,
             fixes,
         )
-    gap = not_in_report(facts, ("torch.mps",))
-    if gap:
-        gap.summary += f"; macOS {mac or '?'} meets MPS's minimum ({floor[0]}.{floor[1]})"
-        return gap
-    if not mps.get("built"):
+    return None
+
+
+def _backend(facts: Facts, details: dict[str, Any], bad: Status) -> Verdict:
+    """On a recent enough macOS: is MPS built into this torch, and available?"""
+    mps, mac = facts.torch.mps, facts.platform.mac_ver or ""
+    if not mps.built:
         return verdict(
             bad,
             "this torch build has no MPS support",
@@ -115,7 +106,7 @@ def check(facts: Facts, ctx: Context) -> Verdict:
                 )
             ],
         )
-    if not mps.get("available"):
+    if not mps.available:
         return verdict(
             bad,
             "MPS is built but not available",
@@ -123,6 +114,35 @@ def check(facts: Facts, ctx: Context) -> Verdict:
             [Remedy("MPS needs Apple Silicon and a Metal-capable macOS session.")],
         )
     summary = f"MPS available on macOS {mac}"
-    if fallback != "1":
+    if details["fallback"] != "1":
         summary += " (PYTORCH_ENABLE_MPS_FALLBACK unset: ops missing on MPS will raise)"
     return verdict(Status.PASS, summary, details)
+
+
+def check(facts: Facts, ctx: Context) -> Verdict:
+    system = facts.platform.system
+    if system != "Darwin":
+        return _off_macos(system, ctx)
+    if not torch_ok(facts):
+        return verdict(Status.SKIP, "torch could not be examined; see torch.install")
+    stuck = probe_stuck(facts, ("mps",))
+    if stuck:
+        return stuck
+    mac = facts.platform.mac_ver or ""
+    details = {
+        "macos": mac,
+        "built": facts.torch.mps.built or False,
+        "available": facts.torch.mps.available or False,
+        "machine": facts.platform.machine,
+        "fallback": facts.env.get("PYTORCH_ENABLE_MPS_FALLBACK"),
+    }
+    bad = Status.FAIL if ctx.expect == "mps" else Status.WARN
+    blocked = _too_old(facts, details, bad)
+    if blocked:
+        return blocked
+    gap = not_in_report(facts, ("torch.mps",))
+    if gap:
+        floor = min_macos(facts.torch.version) or MIN_MACOS
+        gap.summary += f"; macOS {mac or '?'} meets MPS's minimum ({floor[0]}.{floor[1]})"
+        return gap
+    return _backend(facts, details, bad)

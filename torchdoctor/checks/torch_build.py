@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ..facts import Facts, dig
+from ..facts_record import Build, Facts
 from ..model import Remedy, Status, Verdict, verdict
-from .common import Context, probe_stuck, torch_ok, torch_unavailable
+from .common import Context, probe_stuck, stage_error, torch_ok, torch_unavailable
 
 ID = "torch.build"
 TITLE = "PyTorch build flags"
@@ -13,21 +13,20 @@ ORDER = 40  # position in the report: basic facts first, the smoke test last
 NEEDS = ("torch.build",)
 
 
-def describe(build: dict) -> str:
-    variant = build.get("variant", "?")
-    parts = [variant]
-    if build.get("cuda"):
-        parts = [f"CUDA {build['cuda']}"]
-    elif build.get("hip"):
-        parts = [f"ROCm/HIP {build['hip']}"]
-    if build.get("cudnn"):
-        parts.append(f"cuDNN {build['cudnn']}")
-    if build.get("nccl"):
-        parts.append(f"NCCL {build['nccl']}")
-    if build.get("arch_list"):
-        parts.append("archs " + " ".join(build["arch_list"]))
-    if build.get("cpu_capability"):
-        parts.append(f"CPU {build['cpu_capability']}")
+def describe(build: Build) -> str:
+    parts = [build.variant or "?"]
+    if build.cuda:
+        parts = [f"CUDA {build.cuda}"]
+    elif build.hip:
+        parts = [f"ROCm/HIP {build.hip}"]
+    if build.cudnn:
+        parts.append(f"cuDNN {build.cudnn}")
+    if build.nccl:
+        parts.append(f"NCCL {build.nccl}")
+    if build.arch_list:
+        parts.append("archs " + " ".join(build.arch_list))
+    if build.cpu_capability:
+        parts.append(f"CPU {build.cpu_capability}")
     return ", ".join(parts)
 
 
@@ -37,17 +36,17 @@ def check(facts: Facts, ctx: Context) -> Verdict:
     stuck = probe_stuck(facts, ("build",))
     if stuck:
         return stuck
-    build = dig(facts, "torch.build", {})
+    build = facts.torch.build
     if not build:
-        err = dig(facts, "torch.stage_errors.build", {})
+        err = stage_error(facts, "build")
         return verdict(
             Status.ERROR,
-            f"could not read build flags: {err.get('message', 'no data')}",
-            {"error": err},
+            f"could not read build flags: {(err and err.message) or 'no data'}",
+            {"error": err.raw if err else {}},
         )
-    details = dict(build)
-    summary = f"torch {dig(facts, 'torch.version')}: {describe(build)}"
-    if build.get("debug"):
+    details = dict(build.raw)
+    summary = f"torch {facts.torch.version}: {describe(build)}"
+    if build.debug:
         return verdict(
             Status.WARN,
             summary + " (debug build: much slower)",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..facts import Facts, dig
+from ..facts_record import Facts
 from ..model import Remedy, Status, Verdict, verdict
 from .common import Context, probe_stuck, reinstall_torch, stage_error, torch_ok, torch_unavailable
 
@@ -20,24 +20,24 @@ DRIVER_DOCS = "https://dgpu-docs.intel.com/driver/installation.html"
 def check(facts: Facts, ctx: Context) -> Verdict:
     if not torch_ok(facts):
         return torch_unavailable(facts)
-    build = dig(facts, "torch.build", {})
-    if build.get("variant") != "xpu" and not build.get("xpu_built"):
-        return verdict(Status.SKIP, f"not an XPU build of torch ({build.get('variant', '?')})")
+    build = facts.torch.build
+    if build.variant != "xpu" and not build.xpu_built:
+        return verdict(Status.SKIP, f"not an XPU build of torch ({build.variant or '?'})")
     stuck = probe_stuck(facts, ("xpu",))
     if stuck:
         return stuck
-    xpu = dig(facts, "torch.xpu")
+    xpu = facts.torch.xpu
     if not xpu:
         err = stage_error(facts, "xpu")
         if err:
             return verdict(Status.ERROR, f"torch.xpu failed: {err.message}", {"error": err.raw})
         return verdict(Status.SKIP, "these facts were recorded without XPU facts")
-    render = dig(xpu, "nodes.render", [])
-    details = {"xpu": xpu}
-    if xpu.get("available") and xpu.get("device_count"):
-        names = ", ".join(d.get("name") or "?" for d in xpu.get("devices", []))
+    render = xpu.nodes.render
+    details = {"xpu": xpu.raw}
+    if xpu.available and xpu.device_count:
+        names = ", ".join(d.name or "?" for d in xpu.devices)
         return verdict(
-            Status.PASS, f"XPU available: {xpu['device_count']} device(s): {names}", details
+            Status.PASS, f"XPU available: {xpu.device_count} device(s): {names}", details
         )
     if ctx.expect in ("cpu", "mps"):
         return verdict(Status.SKIP, f"XPU build, no XPU device (expected: {ctx.expect})", details)
@@ -57,7 +57,7 @@ def check(facts: Facts, ctx: Context) -> Verdict:
                 driver,
             ],
         )
-    unreadable = [n["path"] for n in render if not n.get("rw")]
+    unreadable = [n.path or "?" for n in render if not n.rw]
     why = f"cannot open {', '.join(unreadable)}" if unreadable else "driver or runtime missing?"
     return verdict(
         Status.FAIL, f"XPU build of torch, but torch.xpu sees no device ({why})", details, [driver]
