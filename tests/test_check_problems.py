@@ -97,3 +97,53 @@ def test_list_checks_names_each_problem_id_and_its_section():
     ids = [f["id"] for f in container["findings"]]
     assert "container.shm-small" in ids
     assert all(f["doc"].endswith("container.md#" + f["id"]) for f in container["findings"])
+
+
+def _ids(facts: dict, *checks: str, expect: str = "auto") -> list[str]:
+    report = engine.diagnose(facts, Context(expect=expect), engine.select(list(checks)))
+    return [f.id for f in report.all_findings()]
+
+
+def test_user_site_torch_and_its_second_copy_are_two_findings():
+    """`pip install --user torch` beside the venv's: silencing the second copy (accepted on a
+    shared machine) must still report that the user-site one is the one imported."""
+    f = copy.deepcopy(load_facts("cpu_linux"))
+    site = "/home/u/.local/lib/python3.11/site-packages"
+    f["platform"]["user_site"] = site
+    f["torch"]["file"] = f"{site}/torch/__init__.py"
+    f["packages"]["torch_distributions"].append({"version": "2.1.0", "location": site})
+    assert _ids(f, "torch.install") == [
+        "torch.install.user-site",
+        "torch.install.duplicate-installs",
+    ]
+    report = engine.diagnose(
+        f,
+        Context(),
+        engine.select(["torch.install"]),
+        selection=Selection(ignore=("torch.install.duplicate-installs",)),
+    )
+    kept, silenced = report.findings()
+    assert [k.id for k in kept] == ["torch.install.user-site"] and silenced == 1
+    assert any("PYTHONNOUSERSITE=1" in c for c in kept[0].remedies[0]["commands"])
+
+
+def test_torchvision_nms_does_not_exist_is_a_companion_import_error_finding():
+    ids = _ids(load_facts("torchvision_nms_cpu_torch"), "torch.install")
+    assert ids == ["torch.install.companion-import-error"]
+    assert _ids(load_facts("xformers_other_torch"), "torch.install") == [
+        "torch.install.companion-release"
+    ]
+
+
+def test_rocm_unsupported_gfx_and_an_unreadable_render_node_are_two_findings():
+    """RX 6700 XT (gfx1031) and a user outside the render group: two fixes, two ids."""
+    f = copy.deepcopy(load_facts("rocm_gfx1031"))
+    nodes = f["torch"]["rocm"]["nodes"]
+    nodes["groups"] = ["alice"]
+    nodes["render"][0]["rw"] = False
+    assert _ids(f, "rocm") == ["rocm.node-denied", "rocm.gfx-unsupported"]
+    assert _ids(f, "rocm", expect="cpu") == ["rocm.node-denied", "rocm.gfx-unsupported"]
+    report = engine.diagnose(f, Context(expect="cpu"), engine.select(["rocm"]))
+    assert {x.level for x in report.all_findings()} == {"warning"}
+    nodes["kfd"]["exists"] = False
+    assert _ids(f, "rocm")[0] == "rocm.kfd-missing"

@@ -105,7 +105,6 @@ def test_required_field_missing_is_named():
         load_facts(doc)
 
 
-@pytest.mark.xfail(strict=True, reason="checks still read the raw dict through dig()")
 def test_live_facts_that_do_not_fit_are_read_as_absent_and_listed():
     """A probe writing a wrong type (a bug, or a torch that reports a version as a tuple) must
     not turn every check into "the check itself failed": the field reads as absent and the

@@ -8,20 +8,24 @@ the release tables, and the CUDA variant each was built for.
 
 from __future__ import annotations
 
-from typing import Any
-
 from .. import requirements
 from ..data import compat
-from ..facts import Facts, dig
-from ..model import Remedy
+from ..facts_record import Distribution, Facts
+from ..model import Problem, Remedy, Status
 from .common import current_variant, python_cmd, torch_version_of
 
 PACKAGES = ("torchvision", "torchaudio", "torchtext", "triton", "xformers")
+# What torch.install reports for a companion, by its first reason (torch.install.<code>).
+CODES = {
+    "companion-import-error": "a companion package fails to import after torch",
+    "companion-release": "a companion package built for another torch release",
+    "companion-variant": "a companion package built for another CUDA variant than torch",
+}
 
 
-def _pin_on(dist: dict[str, Any], name: str) -> str | None:
+def _pin_on(dist: Distribution | None, name: str) -> str | None:
     """The version ``dist`` pins of ``name`` (torchvision's ``torch==2.13.0``)."""
-    for text in dist.get("requires") or []:
+    for text in dist.requires if dist else []:
         req = requirements.parse(text)
         if req and req.name == name and req.specifier.startswith(("==", "~=")):
             return req.specifier[2:].strip()
@@ -39,9 +43,9 @@ def variant_of(version: str | None, torch_version: str | None, system: str | Non
 
 def _pairing(facts: Facts, pkg: str, version: str, torch_version: str) -> str | None:
     """Why ``pkg`` ``version`` does not pair with this torch, from the pins and the tables."""
-    dists = dig(facts, "packages.distributions", {})
+    dists = facts.packages.distributions
     public = compat.public_version(torch_version)
-    pin = _pin_on(dists.get(pkg, {}), "torch")
+    pin = _pin_on(dists.get(pkg), "torch")
     if pin and compat.parse_version(pin) != compat.parse_version(public):
         return f"{pkg} {version} requires torch=={pin}, not {public}"
     if pkg in ("torchvision", "torchaudio", "torchtext") and compat.release(torch_version):
@@ -52,7 +56,7 @@ def _pairing(facts: Facts, pkg: str, version: str, torch_version: str) -> str | 
             pair = f"pairs with {pkg} {want}.x" if want else f"has no {pkg} release"
             return f"{pkg} {version} is {what}; torch {public} {pair}"
     if pkg == "triton":
-        want = _pin_on(dists.get("torch", {}), "triton")
+        want = _pin_on(dists.get("torch"), "triton")
         if want and compat.torch_minor(want) != compat.torch_minor(version):
             return f"triton {version} is installed; torch {public} requires triton {want}"
     return None
@@ -60,10 +64,10 @@ def _pairing(facts: Facts, pkg: str, version: str, torch_version: str) -> str | 
 
 def _variant(facts: Facts, pkg: str, version: str, torch_version: str) -> str | None:
     """A companion built for another CUDA variant than torch (CUDA torchvision beside CPU torch)."""
-    probed = dig(facts, f"torch.companions.{pkg}", {})
-    torch_cuda = dig(facts, "torch.build.cuda")
-    if probed.get("cuda_known"):
-        theirs = probed.get("cuda")
+    probed = facts.torch.companions.get(pkg)
+    torch_cuda = facts.torch.build.cuda
+    if probed and probed.cuda_known:
+        theirs = probed.cuda
         if compat.cuda_major_minor(theirs) != compat.cuda_major_minor(torch_cuda):
             return (
                 f"{pkg} {version} is built for {f'CUDA {theirs}' if theirs else 'the CPU'} but "
@@ -72,7 +76,7 @@ def _variant(facts: Facts, pkg: str, version: str, torch_version: str) -> str | 
         return None
     if pkg not in ("torchvision", "torchaudio"):
         return None
-    system = dig(facts, "platform.system")
+    system = facts.platform.system
     ours, theirs = current_variant(facts), variant_of(version, torch_version, system)
     if ours and theirs and ours != theirs:
         how = "" if "+" in version else f" (an untagged Linux wheel is PyPI's {theirs} build)"
@@ -81,11 +85,12 @@ def _variant(facts: Facts, pkg: str, version: str, torch_version: str) -> str | 
 
 
 def _import_error(facts: Facts, pkg: str) -> str | None:
-    err = dig(facts, f"torch.companions.{pkg}.error")
+    probed = facts.torch.companions.get(pkg)
+    err = probed.error if probed else None
     if not err:
         return None
-    first = (err.get("message") or "").strip().splitlines()
-    return f"import {pkg} fails: {err.get('type', 'Error')}: {first[0][:200] if first else ''}"
+    first = (err.message or "").strip().splitlines()
+    return f"import {pkg} fails: {err.type or 'Error'}: {first[0][:200] if first else ''}"
 
 
 def _fix(facts: Facts, pkg: str, torch_version: str) -> Remedy:
@@ -96,7 +101,7 @@ def _fix(facts: Facts, pkg: str, torch_version: str) -> Remedy:
     index = compat.index_args(minor, variant)[0] if variant else ""
     public = compat.public_version(torch_version)
     if pkg == "triton":
-        want = _pin_on(dig(facts, "packages.distributions.torch", {}), "triton")
+        want = _pin_on(facts.packages.distributions.get("torch"), "triton")
         spec = f"'triton=={want}'" if want else "triton"
         return Remedy(
             "Install the triton release torch pins (PyPI).",
@@ -123,26 +128,25 @@ def _fix(facts: Facts, pkg: str, torch_version: str) -> Remedy:
     )
 
 
-def problems(facts: Facts) -> list[tuple[str, Remedy]]:
-    """(problem, fix) for each installed companion that does not fit the installed torch."""
+def problems(facts: Facts) -> list[Problem]:
+    """A problem, with its fix, for each installed companion that does not fit the installed
+    torch; its code names the first reason (the import error, else the release, else the variant)."""
     torch_version = torch_version_of(facts)
-    dists = dig(facts, "packages.distributions", {})
-    out: list[tuple[str, Remedy]] = []
+    dists = facts.packages.distributions
+    out: list[Problem] = []
     if not torch_version:
         return out
     for pkg in PACKAGES:
         if pkg not in dists:
             continue
-        version = dists[pkg]["version"]
-        found = [
-            p
-            for p in (
-                _import_error(facts, pkg),
-                _pairing(facts, pkg, version, torch_version),
-                _variant(facts, pkg, version, torch_version),
-            )
-            if p
-        ]
+        version = dists[pkg].version
+        reasons = (
+            ("companion-import-error", _import_error(facts, pkg)),
+            ("companion-release", _pairing(facts, pkg, version, torch_version)),
+            ("companion-variant", _variant(facts, pkg, version, torch_version)),
+        )
+        found = [(code, why) for code, why in reasons if why]
         if found:
-            out.append(("; ".join(found), _fix(facts, pkg, torch_version)))
+            why = "; ".join(w for _, w in found)
+            out.append(Problem(found[0][0], Status.FAIL, why, [_fix(facts, pkg, torch_version)]))
     return out

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from ..data import compat
-from ..facts import Facts, dig
-from ..model import Remedy, Status, Verdict, verdict
+from ..facts_record import Facts, TorchProbe
+from ..model import Problem, Remedy, Status, Verdict, from_problems, verdict
 from . import companions, other_pythons
 from .common import (
     Context,
@@ -27,6 +26,14 @@ TITLE = "PyTorch installation"
 ORDER = 20  # position in the report: basic facts first, the smoke test last
 # The facts judged here (a pasted report without them skips this check).
 NEEDS = ("torch.status", "torch.version")
+# The problems of an importable torch, each its own finding id (torch.install.<code>).
+FINDINGS = {
+    **companions.CODES,
+    "numpy-too-new": "NumPy 2 with a torch older than 2.3, which was built against NumPy 1.x",
+    "numpy-abi-error": "torch printed a NumPy ABI error while importing",
+    "user-site": "torch imported from the user site, not from the environment",
+    "duplicate-installs": "several copies of torch visible to this Python",
+}
 
 
 def local_tag(version: str | None) -> str | None:
@@ -44,7 +51,7 @@ def _install_choice(facts: Facts) -> tuple[str, str | None]:
 
 def _torch_and_nvidia_wheels(facts: Facts) -> list[str]:
     """Exactly the distributions one wheel index installs together: nothing else is removed."""
-    nvidia = sorted(dig(facts, "packages.nvidia_wheels", {}))
+    nvidia = sorted(facts.packages.nvidia_wheels)
     return [*installed_family(facts), *(n for n in nvidia if n != "nvidia-ml-py")]
 
 
@@ -54,15 +61,15 @@ INTEL_MAC_RELEASE = "2.2"
 
 def _missing(facts: Facts, ctx: Context) -> Verdict:
     variant, release = _install_choice(facts)
-    release = release or compat.newest_release(dig(facts, "platform.python_version"))
+    release = release or compat.newest_release(facts.platform.python_version)
     why = (
-        f"an NVIDIA driver {dig(facts, 'nvml.driver_version')} is present, so the {variant} build fits"
+        f"an NVIDIA driver {facts.nvml.driver_version} is present, so the {variant} build fits"
         if variant != "cpu"
         else "no NVIDIA GPU is visible, so the CPU build (a few hundred MB, not several GB) fits"
     )
     index = f" --index-url {compat.INDEX_URL.format(variant=variant)}"
-    if dig(facts, "platform.system") == "Darwin":
-        intel = dig(facts, "platform.machine") == "x86_64"
+    if facts.platform.system == "Darwin":
+        intel = facts.platform.machine == "x86_64"
         release = INTEL_MAC_RELEASE if intel else release
         why = (
             f"torch {release} is the last release with Intel macOS wheels"
@@ -75,26 +82,31 @@ def _missing(facts: Facts, ctx: Context) -> Verdict:
     elsewhere = other_pythons.remedy(facts)
     return verdict(
         Status.FAIL,
-        f"torch is not installed for {dig(facts, 'platform.executable', 'this Python')}",
-        {"error": dig(facts, "torch.error"), "looked_at": other_pythons.looked_at(facts)},
+        f"torch is not installed for {facts.platform.executable or 'this Python'}",
+        {"error": _error_raw(facts), "looked_at": other_pythons.looked_at(facts)},
         remedies + ([elsewhere] if elsewhere else []),
     )
 
 
 def _installed_variant(facts: Facts) -> str:
     """The index the installed (unimportable) torch came from: its tag, or PyPI's build."""
-    version = dig(facts, "packages.distributions.torch.version")
-    system = dig(facts, "platform.system")
+    installed = facts.packages.distributions.get("torch")
+    version = installed.version if installed else None
+    system = facts.platform.system
     return current_variant(facts) or companions.variant_of(version, version, system) or "cpu"
+
+
+def _error_raw(facts: Facts) -> dict | None:
+    return facts.torch.error.raw if facts.torch.error else None
 
 
 _LIB = re.compile(r"(lib[\w+-]+\.so(?:\.[\d.]+)?)")
 
 
 def _import_error(facts: Facts) -> Verdict:
-    err = dig(facts, "torch.error", {})
-    message = f"{err.get('type', 'Error')}: {err.get('message', '')}".strip()
-    details: dict[str, Any] = {"error": err}
+    err = facts.torch.error
+    message = f"{(err and err.type) or 'Error'}: {(err and err.message) or ''}".strip()
+    details: dict[str, object] = {"error": _error_raw(facts) or {}}
     pip = python_cmd(facts)
     lib = _LIB.search(message)
     remedies: list[Remedy]
@@ -129,11 +141,11 @@ def _import_error(facts: Facts) -> Verdict:
                 (install_command(facts, _installed_variant(facts)) + " --no-cache-dir",),
             )
         ]
-    if dig(facts, "collected.source") == "collect_env":
+    if facts.collected.source == "collect_env":
         # The report says only that the import failed: the error itself comes first.
         python = pip.removesuffix(" -m pip")
         why = "Run the import by hand to see the error."
-        if dig(facts, "platform.system") == "Windows":
+        if facts.platform.system == "Windows":
             why += (
                 " On Windows, '[WinError 126] … c10.dll' (or another torch DLL) means the "
                 "Microsoft Visual C++ Redistributable (x64) is missing: install it."
@@ -144,18 +156,24 @@ def _import_error(facts: Facts) -> Verdict:
     )
 
 
-def _numpy(facts: Facts, torch_version: str) -> tuple[str, Remedy] | None:
-    np = dig(facts, "packages.distributions.numpy.version")
+def _numpy(facts: Facts, torch_version: str) -> Problem | None:
+    numpy = facts.packages.distributions.get("numpy")
+    np = numpy.version if numpy else None
     if (
         np
         and compat.parse_version(np)[:1] >= (2,)
         and compat.parse_version(torch_version)[:2] < (2, 3)
     ):
-        return (
+        return Problem(
+            "numpy-too-new",
+            Status.FAIL,
             f"numpy {np} with torch {torch_version}: torch older than 2.3 was built against NumPy 1.x",
-            Remedy(
-                "Pin NumPy below 2, or upgrade torch.", (f'{python_cmd(facts)} install "numpy<2"',)
-            ),
+            [
+                Remedy(
+                    "Pin NumPy below 2, or upgrade torch.",
+                    (f'{python_cmd(facts)} install "numpy<2"',),
+                )
+            ],
         )
     return None
 
@@ -163,70 +181,75 @@ def _numpy(facts: Facts, torch_version: str) -> tuple[str, Remedy] | None:
 NUMPY_ABI_SIGNS = ("compiled using NumPy 1.x", "_ARRAY_API not found", "Failed to initialize NumPy")
 
 
-def _numpy_import_warning(facts: Facts) -> tuple[str, Remedy] | None:
+def _numpy_import_warning(facts: Facts) -> Problem | None:
     """NumPy trouble torch printed while importing (a warning, or raw text on stderr)."""
-    text = (
-        " ".join(dig(facts, "torch.warnings", [])) + " " + dig(facts, "probe.torch.stderr_tail", "")
-    )
+    text = " ".join(facts.torch.warnings) + " " + (facts.probe.torch.stderr_tail or "")
     sign = next((s for s in NUMPY_ABI_SIGNS if s in text), None)
     if not sign:
         return None
     if "No module named 'numpy'" in text:
         return None  # numpy simply absent: reported as a note, not a problem
-    return (
-        f"torch printed a NumPy ABI error on import ({sign!r})",
-        Remedy(
-            "An extension was built against another NumPy major version. Pin NumPy below 2 or "
-            "upgrade the package that was built against NumPy 1.x.",
-            (f'{python_cmd(facts)} install "numpy<2"',),
-        ),
+    fix = Remedy(
+        "An extension was built against another NumPy major version. Pin NumPy below 2 or "
+        "upgrade the package that was built against NumPy 1.x.",
+        (f'{python_cmd(facts)} install "numpy<2"',),
+    )
+    why = f"torch printed a NumPy ABI error on import ({sign!r})"
+    return Problem("numpy-abi-error", Status.FAIL, why, [fix])
+
+
+def _keep_one_torch(facts: Facts, why: str) -> Remedy:
+    # pip uninstalls the copy found first on sys.path: the user-site one.
+    return Remedy(
+        why,
+        (f"{python_cmd(facts)} uninstall -y torch", set_env(facts, "PYTHONNOUSERSITE", "1")),
     )
 
 
-def _outside_env(facts: Facts) -> tuple[str, Remedy] | None:
+def _outside_env(facts: Facts) -> Problem | None:
     """torch imported from outside the interpreter's prefix: usually ~/.local (user site)."""
-    where, prefix = dig(facts, "torch.file", ""), dig(facts, "platform.prefix", "")
-    user_site = dig(facts, "platform.user_site", "")
+    where, prefix = facts.torch.file or "", facts.platform.prefix or ""
+    user_site = facts.platform.user_site or ""
     if where and user_site and where.startswith(user_site):
-        return (
+        return Problem(
+            "user-site",
+            Status.FAIL,
             f"torch is imported from the user site ({user_site}), not from the environment {prefix}",
-            Remedy(
-                "A user-site torch shadows the environment's. Remove it, or isolate the environment "
-                "from the user site.",
-                # pip uninstalls the copy found first on sys.path: the user-site one.
-                (
-                    f"{python_cmd(facts)} uninstall -y torch",
-                    set_env(facts, "PYTHONNOUSERSITE", "1"),
-                ),
-            ),
+            [
+                _keep_one_torch(
+                    facts,
+                    "A user-site torch shadows the environment's. Remove it, or isolate the "
+                    "environment from the user site.",
+                )
+            ],
         )
     return None
 
 
-def _duplicates(facts: Facts) -> tuple[str, Remedy] | None:
-    dists = dig(facts, "packages.torch_distributions", [])
-    locations = sorted({d.get("location") for d in dists})
-    if len(locations) > 1:
-        listing = ", ".join(f"{d['version']} in {d['location']}" for d in dists)
-        return (
+def _duplicates(facts: Facts) -> Problem | None:
+    dists = facts.packages.torch_distributions
+    if len({d.location for d in dists}) > 1:
+        listing = ", ".join(f"{d.version} in {d.location}" for d in dists)
+        return Problem(
+            "duplicate-installs",
+            Status.FAIL,
             f"{len(dists)} copies of torch are visible ({listing})",
-            Remedy(
-                "Keep one: uninstall the copy you do not use (a user-site copy is the usual "
-                "culprit), or start Python with PYTHONNOUSERSITE=1.",
-                (
-                    f"{python_cmd(facts)} uninstall -y torch",
-                    set_env(facts, "PYTHONNOUSERSITE", "1"),
-                ),
-            ),
+            [
+                _keep_one_torch(
+                    facts,
+                    "Keep one: uninstall the copy you do not use (a user-site copy is the usual "
+                    "culprit), or start Python with PYTHONNOUSERSITE=1.",
+                )
+            ],
         )
     return None
 
 
-def _illegal_instruction(facts: Facts, probe: dict[str, Any]) -> Verdict:
+def _illegal_instruction(facts: Facts, probe: TorchProbe) -> Verdict:
     """SIGILL in the probe: the wheel's code uses instructions this CPU does not have."""
-    isa = dig(facts, "platform.cpu.isa")
+    isa = facts.platform.cpu.isa
     lacks = [f for f in ("avx", "avx2", "fma") if isa is not None and f not in isa]
-    cpu = dig(facts, "platform.cpu.model") or "this CPU"
+    cpu = facts.platform.cpu.model or "this CPU"
     why = (
         f"{cpu} lacks {', '.join(lacks).upper()}"
         if lacks
@@ -234,8 +257,8 @@ def _illegal_instruction(facts: Facts, probe: dict[str, Any]) -> Verdict:
     )
     return verdict(
         Status.FAIL,
-        f"torch died with 'Illegal instruction' (SIGILL) during {probe.get('unfinished_stage')}: {why}",
-        {"probe": probe, "cpu": dig(facts, "platform.cpu")},
+        f"torch died with 'Illegal instruction' (SIGILL) during {probe.unfinished_stage}: {why}",
+        {"probe": probe.raw, "cpu": facts.platform.cpu.raw or None},
         [
             Remedy(
                 "The wheel's code needs CPU instructions this machine lacks. Run on a CPU with "
@@ -246,62 +269,58 @@ def _illegal_instruction(facts: Facts, probe: dict[str, Any]) -> Verdict:
     )
 
 
+def _probe_stopped(facts: Facts) -> Verdict:
+    """The probe died or hung before ``import torch`` returned."""
+    probe = facts.probe.torch
+    if probe.signal == "SIGILL":
+        return _illegal_instruction(facts, probe)
+    return verdict(
+        Status.ERROR,
+        "the torch probe did not get through `import torch`: "
+        f"{probe.message or facts.torch.status}",
+        {"probe": probe.raw},
+        [
+            Remedy(
+                "Run the import by hand to see where it stops; a hang here is usually a "
+                "network filesystem or a broken extension module on the path.",
+                (f"{facts.platform.executable or 'python'} -X importtime -c 'import torch'",),
+            )
+        ],
+    )
+
+
 def check(facts: Facts, ctx: Context) -> Verdict:
-    status = dig(facts, "torch.status")
+    status = facts.torch.status
     if status == "missing":
         return _missing(facts, ctx)
     if status == "import_error":
         return _import_error(facts)
     if status != "ok":
-        probe = dig(facts, "probe.torch", {})
-        if probe.get("signal") == "SIGILL":
-            return _illegal_instruction(facts, probe)
-        return verdict(
-            Status.ERROR,
-            f"the torch probe did not get through `import torch`: {probe.get('message') or status}",
-            {"probe": probe},
-            [
-                Remedy(
-                    "Run the import by hand to see where it stops; a hang here is usually a "
-                    "network filesystem or a broken extension module on the path.",
-                    (
-                        f"{dig(facts, 'platform.executable', 'python')} -X importtime -c 'import torch'",
-                    ),
-                )
-            ],
-        )
-    version = dig(facts, "torch.version", "?")
-    details = {
+        return _probe_stopped(facts)
+    version = facts.torch.version or "?"
+    dists = facts.packages.distributions
+    details: dict[str, object] = {
         "version": version,
-        "file": dig(facts, "torch.file"),
-        "import_s": dig(facts, "torch.import_s"),
-        "companions": {
-            k: v["version"]
-            for k, v in dig(facts, "packages.distributions", {}).items()
-            if k != "torch"
-        },
+        "file": facts.torch.file,
+        "import_s": facts.torch.import_s,
+        "companions": {k: v.version for k, v in dists.items() if k != "torch"},
     }
-    problems = companions.problems(facts)
-    for extra in (
+    found = [
         _numpy(facts, version),
         _numpy_import_warning(facts),
         _outside_env(facts),
         _duplicates(facts),
-    ):
-        if extra:
-            problems.append(extra)
+    ]
+    problems = companions.problems(facts) + [p for p in found if p]
     if problems:
-        details["problems"] = [p for p, _ in problems]
-        return verdict(
-            Status.FAIL, "; ".join(p for p, _ in problems), details, [r for _, r in problems]
-        )
-    where = dig(facts, "torch.file", "")
+        details["problems"] = [p.message for p in problems]
+    where = facts.torch.file or ""
     summary = (
-        f"torch {version} imports in {dig(facts, 'torch.import_s', 0):.2f} s from {where.rsplit('/', 2)[0]}"
+        f"torch {version} imports in {facts.torch.import_s or 0:.2f} s from {where.rsplit('/', 2)[0]}"
         if where
         else f"torch {version} imported where the report was made"
     )
     listed = not_in_report(facts, ("packages.distributions",)) is None  # a report's pip list
-    if listed and "numpy" not in dig(facts, "packages.distributions", {}):
+    if listed and "numpy" not in dists:
         summary += " (numpy not installed: tensor.numpy() will not work)"
-    return verdict(Status.PASS, summary, details)
+    return from_problems(problems, details, summary)
