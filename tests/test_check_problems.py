@@ -147,3 +147,24 @@ def test_rocm_unsupported_gfx_and_an_unreadable_render_node_are_two_findings():
     assert {x.level for x in report.all_findings()} == {"warning"}
     nodes["kfd"]["exists"] = False
     assert _ids(f, "rocm")[0] == "rocm.kfd-missing"
+
+
+def test_preloaded_cudart_and_a_drifted_nccl_wheel_are_two_findings_failure_first():
+    f = copy.deepcopy(load_facts("env_misconfigured"))
+    f["packages"]["nvidia_wheels"]["nvidia-nccl-cu13"] = "2.26.2"
+    path = "/usr/local/cuda/lib64/libcudart.so.13"
+    f["torch"]["libs"]["ld_preload"] = [{"path": path, "component": "cudart"}]
+    lib = next(x for x in f["torch"]["libs"]["loaded"] if x["component"] == "cudart")
+    lib.update(path=path, origin="system", wheel=None)
+    report = engine.diagnose(f, Context(), engine.select(["torch.libs"]))
+    (check,) = report.checks
+    assert [p.code for p in check.problems] == ["ld-preload", "nvidia-wheel-version"]
+    assert check.summary.startswith("libcudart.so.13 from /usr/local/cuda/lib64 is forced")
+    found = {x.id: x for x in report.all_findings()}
+    assert found["torch.libs.ld-preload"].level == "error"
+    assert found["torch.libs.nvidia-wheel-version"].level == "warning"
+    assert "unset LD_PRELOAD" in found["torch.libs.ld-preload"].remedies[0]["commands"]
+    assert (
+        "nvidia-nccl-cu13==2.27.7"
+        in found["torch.libs.nvidia-wheel-version"].remedies[0]["commands"][0]
+    )

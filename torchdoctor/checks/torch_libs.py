@@ -4,17 +4,28 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any
+from collections.abc import Sequence
 
 from .. import requirements
-from ..facts import Facts, dig
-from ..model import Remedy, Status, Verdict, verdict
+from ..facts_record import Facts, LibraryPathDir, Libs, LoadedLib
+from ..model import Problem, Remedy, Status, Verdict, from_problems, verdict
 from . import driver_state
 from .common import Context, probe_stuck, python_cmd, stage_error, torch_ok, torch_unavailable
 
 ID = "torch.libs"
 TITLE = "Libraries torch loaded"
 ORDER = 130  # position in the report: basic facts first, the smoke test last
+# The problems it reports one by one, each its own finding id (torch.libs.<code>).
+FINDINGS = {
+    "nvidia-wheel-missing": "an nvidia-* wheel torch pins is not installed",
+    "nvidia-wheel-broken": "an nvidia-* wheel torch pins is half-uninstalled",
+    "nvidia-wheel-version": "an nvidia-* wheel at another version than torch pins",
+    "ld-library-path": "a system CUDA library on LD_LIBRARY_PATH shadows the wheel's",
+    "ld-preload": "a CUDA library forced into torch by LD_PRELOAD",
+    "system-cuda-lib": "a CUDA library from the system path instead of torch's wheel",
+    "forward-compat": "a forward-compatibility libcuda behind CUDA error 804 or 803",
+    "cudnn-version": "the cuDNN loaded is not the one torch was compiled with",
+}
 
 # The CUDA libraries a pip wheel of torch brings in nvidia-* wheels (or in torch/lib).
 CUDA_LIBS = {
@@ -26,12 +37,11 @@ CUDA_LIBS = {
 def required_pins(facts: Facts) -> dict[str, str]:
     """nvidia-* wheels torch's metadata pins (``name==version``) for this platform."""
     env = requirements.marker_env(
-        dig(facts, "platform.system"),
-        dig(facts, "platform.machine"),
-        dig(facts, "platform.python_version"),
+        facts.platform.system, facts.platform.machine, facts.platform.python_version
     )
+    torch = facts.packages.distributions.get("torch")
     pins: dict[str, str] = {}
-    for text in dig(facts, "packages.distributions.torch.requires", []):
+    for text in torch.requires if torch else []:
         req = requirements.parse(text)
         pinned = req and req.name.startswith("nvidia-") and req.pinned
         if pinned and requirements.applies(req.marker, env):
@@ -40,105 +50,137 @@ def required_pins(facts: Facts) -> dict[str, str]:
 
 
 def _installed(facts: Facts) -> dict[str, str]:
-    wheels = dig(facts, "packages.nvidia_wheels", {})
+    wheels = facts.packages.nvidia_wheels
     return {requirements.normalise(k): v for k, v in wheels.items()}
 
 
-def pin_problems(facts: Facts) -> tuple[list[str], list[str], list[Remedy]]:
-    """(failures, warnings, remedies) from torch's pins against what is installed and intact."""
+PIN_STATUS = {
+    "nvidia-wheel-missing": Status.FAIL,
+    "nvidia-wheel-broken": Status.FAIL,
+    "nvidia-wheel-version": Status.WARN,
+}
+
+
+def _pin_state(facts: Facts, name: str, want: str, have: str | None) -> tuple[str, str] | None:
+    """(code, problem) of one pinned nvidia-* wheel, None when it is installed and intact."""
+    wheel = facts.torch.libs.nvidia_wheel_files.get(name)
+    if have is None:
+        return "nvidia-wheel-missing", f"{name}=={want} is required by torch but not installed"
+    if have != want:
+        return "nvidia-wheel-version", f"{name} {have} is installed; torch pins {want}"
+    if wheel and wheel.missing:
+        gone = len(wheel.missing)
+        return (
+            "nvidia-wheel-broken",
+            f"{name} {have} is half-uninstalled: {gone} of its libraries are gone",
+        )
+    return None
+
+
+def pin_problems(facts: Facts) -> list[Problem]:
+    """torch's nvidia-* pins against what is installed and intact: a problem per kind, whose fix
+    installs exactly the pins of that kind."""
     pins, installed = required_pins(facts), _installed(facts)
-    files = dig(facts, "torch.libs.nvidia_wheel_files", {})
-    pip = python_cmd(facts)
-    fails: list[str] = []
-    warns: list[str] = []
-    fix: list[str] = []
+    found: dict[str, list[tuple[str, str]]] = {}  # code -> [(problem, name==pin)]
     for name, want in sorted(pins.items()):
-        have = installed.get(name)
-        if have is None:
-            fails.append(f"{name}=={want} is required by torch but not installed")
-            fix.append(f"{name}=={want}")
-        elif have != want:
-            warns.append(f"{name} {have} is installed; torch pins {want}")
-            fix.append(f"{name}=={want}")
-        elif (files.get(name) or {}).get("missing"):
-            gone = files[name]["missing"]
-            fails.append(
-                f"{name} {have} is half-uninstalled: {len(gone)} of its libraries are gone"
-            )
-            fix.append(f"{name}=={want}")
-    remedies = []
-    if fix:
-        remedies.append(
-            Remedy(
-                "Install exactly the nvidia-* wheels this torch was built against (its own "
-                "Requires-Dist pins); --no-deps leaves torch itself alone.",
-                (f"{pip} install --force-reinstall --no-deps {' '.join(fix)}", f"{pip} check"),
-            )
+        state = _pin_state(facts, name, want, installed.get(name))
+        if state:
+            found.setdefault(state[0], []).append((state[1], f"{name}=={want}"))
+    pip = python_cmd(facts)
+    return [
+        Problem(
+            code,
+            PIN_STATUS[code],
+            "; ".join(why for why, _ in items),
+            [
+                Remedy(
+                    "Install exactly the nvidia-* wheels this torch was built against (its own "
+                    "Requires-Dist pins); --no-deps leaves torch itself alone.",
+                    (
+                        f"{pip} install --force-reinstall --no-deps {' '.join(p for _, p in items)}",
+                        f"{pip} check",
+                    ),
+                )
+            ],
         )
-    return fails, warns, remedies
+        for code, items in found.items()
+    ]
 
 
-def _dirs(entries: list[dict[str, Any]]) -> set[str]:
-    return {p.rstrip("/") for e in entries for p in (e.get("dir"), e.get("real")) if p}
+def _dirs(entries: list[LibraryPathDir]) -> set[str]:
+    return {p.rstrip("/") for e in entries for p in (e.dir, e.real) if p}
 
 
-def shadowing(facts: Facts, wheel_build: bool) -> tuple[list[str], list[str], list[Remedy]]:
+def _drop_from_path(entries: list[LibraryPathDir], bad_dirs: set[str]) -> Remedy:
+    keep = [e.dir for e in entries if e.dir not in bad_dirs]
+    cmd = f"export LD_LIBRARY_PATH={':'.join(keep)}" if keep else "unset LD_LIBRARY_PATH"
+    return Remedy(
+        f"Drop {', '.join(sorted(bad_dirs))} from LD_LIBRARY_PATH for torch processes: a "
+        "system CUDA there overrides the exact libraries torch was built and tested with "
+        "(errors like 'undefined symbol ... libnvJitLink.so'). Fix the shell profile, "
+        "module file or Dockerfile that sets it.",
+        (cmd,),
+    )
+
+
+def shadowing(facts: Facts, wheel_build: bool) -> list[Problem]:
     """CUDA libraries loaded from the system on a build whose wheels ship them."""
-    libs = dig(facts, "torch.libs", {})
-    ld_entries = libs.get("ld_library_path", [])
+    libs = facts.torch.libs
+    ld_entries = libs.ld_library_path
     ld_dirs = _dirs(ld_entries)
-    preload = {p["path"] for p in libs.get("ld_preload", []) if p.get("component")}
-    fails, warns, bad_dirs = [], [], set()
-    for lib in libs.get("loaded", []):
-        if lib.get("component") not in CUDA_LIBS or lib.get("origin") != "system":
+    preload = {p.path for p in libs.ld_preload if p.component}
+    preloaded: list[str] = []
+    via_path: list[str] = []
+    system: list[str] = []
+    bad_dirs: set[str] = set()
+    for lib in libs.loaded:
+        if lib.component not in CUDA_LIBS or lib.origin != "system":
             continue
-        where = os.path.dirname(lib["path"])
-        what = f"{os.path.basename(lib['path'])} from {where}"
-        if lib["path"] in preload:
-            fails.append(f"{what} is forced by LD_PRELOAD")
+        where = os.path.dirname(lib.path)
+        what = f"{os.path.basename(lib.path)} from {where}"
+        if lib.path in preload:
+            preloaded.append(f"{what} is forced by LD_PRELOAD")
         elif where in ld_dirs:
-            bad_dirs.update(e["dir"] for e in ld_entries if where in _dirs([e]))
-            fails.append(f"{what} (LD_LIBRARY_PATH) shadows the one torch's wheels ship")
+            bad_dirs.update(e.dir for e in ld_entries if where in _dirs([e]))
+            via_path.append(f"{what} (LD_LIBRARY_PATH) shadows the one torch's wheels ship")
         elif wheel_build:
-            warns.append(f"{what} (system library path) is used instead of torch's wheel")
-    remedies = []
-    if bad_dirs:
-        keep = [e["dir"] for e in ld_entries if e["dir"] not in bad_dirs]
-        cmd = f"export LD_LIBRARY_PATH={':'.join(keep)}" if keep else "unset LD_LIBRARY_PATH"
-        remedies.append(
-            Remedy(
-                f"Drop {', '.join(sorted(bad_dirs))} from LD_LIBRARY_PATH for torch processes: a "
-                "system CUDA there overrides the exact libraries torch was built and tested with "
-                "(errors like 'undefined symbol ... libnvJitLink.so'). Fix the shell profile, "
-                "module file or Dockerfile that sets it.",
-                (cmd,),
-            )
-        )
-    if preload:
-        remedies.append(
-            Remedy("Do not preload CUDA libraries into torch processes.", ("unset LD_PRELOAD",))
-        )
-    if warns:
-        remedies.append(
-            Remedy(
-                "Find which system directory provides them (ldconfig cache, a conda env) and make "
-                "sure torch's own nvidia-* wheels are installed intact.",
-                ("ldconfig -p | grep -E 'libcud|libnccl|libcublas|libnvJitLink'",),
-            )
-        )
-    return fails, warns, remedies
+            system.append(f"{what} (system library path) is used instead of torch's wheel")
+    unpreload = Remedy("Do not preload CUDA libraries into torch processes.", ("unset LD_PRELOAD",))
+    find_system = Remedy(
+        "Find which system directory provides them (ldconfig cache, a conda env) and make "
+        "sure torch's own nvidia-* wheels are installed intact.",
+        ("ldconfig -p | grep -E 'libcud|libnccl|libcublas|libnvJitLink'",),
+    )
+    found = (
+        ("ld-library-path", Status.FAIL, via_path, _drop_from_path(ld_entries, bad_dirs)),
+        ("ld-preload", Status.FAIL, preloaded, unpreload),
+        ("system-cuda-lib", Status.WARN, system, find_system),
+    )
+    return [Problem(code, st, "; ".join(why), [fix]) for code, st, why, fix in found if why]
 
 
-def cudnn_problem(facts: Facts) -> tuple[Status, str] | None:
-    v = dig(facts, "torch.libs.cudnn", {})
-    compiled, runtime = v.get("compiled"), v.get("runtime")
+def cudnn_problem(facts: Facts) -> Problem | None:
+    compiled, runtime = facts.torch.libs.cudnn.compiled, facts.torch.libs.cudnn.runtime
     if not compiled or not runtime or compiled == runtime:
         return None
     c, r = ".".join(map(str, compiled)), ".".join(map(str, runtime))
+    fix = Remedy(
+        "Load the cuDNN torch was built with: reinstall its pinned nvidia-cudnn wheel and "
+        "keep other cuDNN copies off LD_LIBRARY_PATH.",
+        (f"{python_cmd(facts)} show -f torch | grep -i cudnn",),
+    )
     # torch's own rule (torch/backends/cudnn/__init__.py): same major, runtime minor >= compiled.
-    if runtime[0] != compiled[0] or runtime[1] < compiled[1]:
-        return Status.FAIL, f"cuDNN {r} loaded but torch was compiled with {c}: incompatible"
-    return Status.WARN, f"cuDNN {r} loaded, torch was compiled with {c}"
+    if runtime[0] != compiled[0] or runtime[1:2] < compiled[1:2]:
+        why = f"cuDNN {r} loaded but torch was compiled with {c}: incompatible"
+        return Problem("cudnn-version", Status.FAIL, why, [fix])
+    return Problem(
+        "cudnn-version", Status.WARN, f"cuDNN {r} loaded, torch was compiled with {c}", [fix]
+    )
+
+
+def _forward_compat(facts: Facts) -> Problem | None:
+    forward = driver_state.forward_compat_problem(facts)
+    return Problem("forward-compat", Status.FAIL, forward[0], [forward[1]]) if forward else None
 
 
 def static_components(config: list[str]) -> list[str]:
@@ -155,74 +197,63 @@ def static_components(config: list[str]) -> list[str]:
     return found
 
 
-def by_directory(loaded: list[dict[str, Any]]) -> str:
+def by_directory(loaded: list[LoadedLib]) -> str:
     """'/…/torch/lib: libtorch_cpu.so libgomp.so.1; /usr/lib/…: libcuda.so.1' in load order."""
     groups: dict[str, list[str]] = {}
     for lib in loaded:
-        groups.setdefault(os.path.dirname(lib["path"]), []).append(os.path.basename(lib["path"]))
+        groups.setdefault(os.path.dirname(lib.path), []).append(os.path.basename(lib.path))
     return "; ".join(f"{d}: {' '.join(names)}" for d, names in groups.items())
 
 
+def _worst_first(problems: Sequence[Problem | None]) -> list[Problem]:
+    """Failures before warnings, each kind in the order found (the summary reads that way)."""
+    return sorted((p for p in problems if p), key=lambda p: -p.status.rank)
+
+
+def _no_library_map(facts: Facts) -> Verdict:
+    err = stage_error(facts, "libs")
+    if err:
+        return verdict(Status.ERROR, f"could not read the library map: {err.message}")
+    probe = facts.probe.torch
+    if probe.status not in (None, "ok"):
+        where = probe.unfinished_stage or probe.status
+        return verdict(Status.SKIP, f"the torch probe stopped ({where}) before the library map")
+    return verdict(Status.SKIP, "these facts were recorded without the library map")
+
+
+def _loaded_summary(libs: Libs, static: list[str]) -> str:
+    parts = [by_directory(libs.loaded)] if libs.loaded else []
+    if static:
+        parts.append(", ".join(static) + " linked statically")
+    if not libs.maps_available:
+        parts.insert(0, f"no process map on {libs.platform}")
+    return "; ".join(parts) or "no tracked libraries loaded"
+
+
 def check(facts: Facts, ctx: Context) -> Verdict:
-    pin_fails, pin_warns, pin_fix = pin_problems(facts)
+    pins = pin_problems(facts)
     if not torch_ok(facts):
-        if pin_fails or pin_warns:
-            return verdict(
-                Status.FAIL if pin_fails else Status.WARN,
-                "; ".join(pin_fails + pin_warns),
-                {"required": required_pins(facts), "installed": _installed(facts)},
-                pin_fix,
-            )
+        if pins:
+            details = {"required": required_pins(facts), "installed": _installed(facts)}
+            return from_problems(_worst_first(pins), details, "")
         return torch_unavailable(facts)
     stuck = probe_stuck(facts, ("libs",))
     if stuck:
         return stuck
-    libs = dig(facts, "torch.libs")
+    libs = facts.torch.libs
     if not libs:
-        err = stage_error(facts, "libs")
-        if err:
-            return verdict(Status.ERROR, f"could not read the library map: {err.message}")
-        probe = dig(facts, "probe.torch", {})
-        if probe.get("status") not in (None, "ok"):
-            where = probe.get("unfinished_stage") or probe.get("status")
-            return verdict(Status.SKIP, f"the torch probe stopped ({where}) before the library map")
-        return verdict(Status.SKIP, "these facts were recorded without the library map")
-    loaded = libs.get("loaded", [])
+        return _no_library_map(facts)
     wheel_build = bool(required_pins(facts)) or any(
-        lib.get("origin") in ("torch", "wheel") and lib.get("component") in CUDA_LIBS
-        for lib in loaded
+        lib.origin in ("torch", "wheel") and lib.component in CUDA_LIBS for lib in libs.loaded
     )
-    fails, warns, remedies = shadowing(facts, wheel_build)
-    fails, warns, remedies = pin_fails + fails, pin_warns + warns, pin_fix + remedies
-    forward = driver_state.forward_compat_problem(facts)
-    if forward:
-        fails.append(forward[0])
-        remedies.append(forward[1])
-    cudnn = cudnn_problem(facts)
-    if cudnn:
-        (fails if cudnn[0] == Status.FAIL else warns).append(cudnn[1])
-        remedies.append(
-            Remedy(
-                "Load the cuDNN torch was built with: reinstall its pinned nvidia-cudnn wheel and "
-                "keep other cuDNN copies off LD_LIBRARY_PATH.",
-                (f"{python_cmd(facts)} show -f torch | grep -i cudnn",),
-            )
-        )
-    static = static_components(libs.get("config", []))
+    found = [*pins, *shadowing(facts, wheel_build), _forward_compat(facts), cudnn_problem(facts)]
+    static = static_components(libs.config)
     details = {
-        "loaded": loaded,
+        "loaded": [lib.raw for lib in libs.loaded],
         "static": static,
-        "ld_library_path": libs.get("ld_library_path", []),
-        "ld_preload": libs.get("ld_preload", []),
+        "ld_library_path": [e.raw for e in libs.ld_library_path],
+        "ld_preload": [p.raw for p in libs.ld_preload],
         "required_pins": required_pins(facts),
-        "cudnn": libs.get("cudnn", {}),
+        "cudnn": libs.cudnn.raw,
     }
-    if fails or warns:
-        status = Status.FAIL if fails else Status.WARN
-        return verdict(status, "; ".join(fails + warns), details, remedies)
-    parts = [by_directory(loaded)] if loaded else []
-    if static:
-        parts.append(", ".join(static) + " linked statically")
-    if not libs.get("maps_available"):
-        parts.insert(0, f"no process map on {libs.get('platform')}")
-    return verdict(Status.PASS, "; ".join(parts) or "no tracked libraries loaded", details)
+    return from_problems(_worst_first(found), details, _loaded_summary(libs, static))
