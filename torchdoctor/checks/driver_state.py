@@ -6,10 +6,9 @@ mismatch"). Each has a cheap, exact fix; "install a driver" is the wrong one."""
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from ..data import compat
-from ..facts import Facts, dig
+from ..facts_record import Facts, LoadedLib
 from ..model import Remedy
 
 NVML_MISMATCH = ("version mismatch", "LibRmVersionMismatch")
@@ -18,24 +17,24 @@ ERROR_804 = ("Error 804", "forward compatibility was attempted on non supported 
 ERROR_803 = ("Error 803", "unsupported display driver / cuda driver combination")
 
 
-def compat_libcuda(facts: Facts) -> dict[str, Any] | None:
+def compat_libcuda(facts: Facts) -> LoadedLib | None:
     """The libcuda torch loaded from a forward-compatibility directory (…/cuda/compat, cuda-compat)."""
-    for lib in dig(facts, "torch.libs.loaded", []):
-        path = lib.get("realpath") or lib.get("path") or ""
-        if lib.get("component") == "cuda_driver" and any("compat" in p for p in path.split(os.sep)):
+    for lib in facts.torch.libs.loaded:
+        path = lib.realpath or lib.path or ""
+        if lib.component == "cuda_driver" and any("compat" in p for p in path.split(os.sep)):
             return lib
     return None
 
 
 def compat_dirs(facts: Facts) -> list[str]:
     """LD_LIBRARY_PATH entries that are CUDA forward-compatibility directories."""
-    ld = dig(facts, "env.LD_LIBRARY_PATH", "")
+    ld = facts.env.get("LD_LIBRARY_PATH", "")
     return [d for d in ld.split(":") if d and any("compat" in p for p in d.split(os.sep))]
 
 
 def kernel_driver(facts: Facts) -> str | None:
     """The loaded kernel module's version from /proc/driver/nvidia/version."""
-    text = dig(facts, "host.nvidia.proc_driver_version") or ""
+    text = facts.host.nvidia.proc_driver_version or ""
     for word in text.replace("  ", " ").split():
         if compat.parse_version(word)[:1] and word[0].isdigit() and "." in word:
             return word
@@ -44,9 +43,9 @@ def kernel_driver(facts: Facts) -> str | None:
 
 def drop_compat_fix(facts: Facts) -> Remedy:
     bad = compat_dirs(facts)
-    keep = [d for d in dig(facts, "env.LD_LIBRARY_PATH", "").split(":") if d and d not in bad]
+    keep = [d for d in facts.env.get("LD_LIBRARY_PATH", "").split(":") if d and d not in bad]
     cmd = f"export LD_LIBRARY_PATH={':'.join(keep)}" if keep else "unset LD_LIBRARY_PATH"
-    max_cuda = dig(facts, "nvml.cuda_driver_version")
+    max_cuda = facts.nvml.cuda_driver_version
     fits = f"{max_cuda // 1000}.{(max_cuda % 1000) // 10}" if max_cuda else "the driver's CUDA"
     return Remedy(
         "CUDA forward compatibility (a container's cuda-compat package, /usr/local/cuda/compat) "
@@ -58,10 +57,10 @@ def drop_compat_fix(facts: Facts) -> Remedy:
 
 def forward_compat_problem(facts: Facts) -> tuple[str, Remedy] | None:
     """Error 804/803 from CUDA init, or compat libraries loaded, explained."""
-    warnings = " ".join(dig(facts, "torch.cuda.warnings", []))
+    warnings = " ".join(facts.torch.cuda.warnings)
     lib = compat_libcuda(facts)
     dirs = compat_dirs(facts)
-    where = (lib or {}).get("path") or (dirs[0] if dirs else None)
+    where = (lib.path if lib else None) or (dirs[0] if dirs else None)
     if any(s in warnings for s in ERROR_804):
         return (
             "CUDA error 804 (forward compatibility was attempted on non supported HW): "
@@ -72,8 +71,8 @@ def forward_compat_problem(facts: Facts) -> tuple[str, Remedy] | None:
     if any(s in warnings for s in ERROR_803) and where:
         return (
             f"CUDA error 803: the forward-compatibility libcuda ({where}, "
-            f"{(lib or {}).get('version') or 'version unknown'}) does not match kernel driver "
-            f"{kernel_driver(facts) or dig(facts, 'nvml.driver_version') or '?'}",
+            f"{(lib.version if lib else None) or 'version unknown'}) does not match kernel driver "
+            f"{kernel_driver(facts) or facts.nvml.driver_version or '?'}",
             drop_compat_fix(facts),
         )
     return None
@@ -81,8 +80,8 @@ def forward_compat_problem(facts: Facts) -> tuple[str, Remedy] | None:
 
 def nvml_mismatch(facts: Facts) -> tuple[str, Remedy] | None:
     """NVML (or CUDA) says the kernel module and the user-space driver differ."""
-    error = str(dig(facts, "nvml.error") or "")
-    warnings = " ".join(dig(facts, "torch.cuda.warnings", []))
+    error = facts.nvml.error or ""
+    warnings = " ".join(facts.torch.cuda.warnings)
     if (
         not any(s in error for s in NVML_MISMATCH)
         and "Driver/library version mismatch" not in warnings
@@ -90,8 +89,8 @@ def nvml_mismatch(facts: Facts) -> tuple[str, Remedy] | None:
         return None
     kernel = kernel_driver(facts)
     user = next(
-        (lib.get("version") for lib in dig(facts, "torch.libs.loaded", [])
-         if lib.get("component") == "cuda_driver" and lib.get("version")),
+        (lib.version for lib in facts.torch.libs.loaded
+         if lib.component == "cuda_driver" and lib.version),
         None,
     )  # fmt: skip
     return (
