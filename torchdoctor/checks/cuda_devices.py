@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from .. import archs
 from ..data import compat
-from ..facts import Facts, dig
-from ..model import Remedy, Status, Verdict, verdict
+from ..facts_record import Facts
+from ..model import Problem, Remedy, Status, Verdict, from_problems, verdict
 from .common import Context, nvml_gpus, probe_stuck, wheel_fixes
 
 ID = "cuda.devices"
@@ -15,33 +16,72 @@ TITLE = "CUDA devices and the wheel's arch list"
 ORDER = 70  # position in the report: basic facts first, the smoke test last
 # An accelerator-specific check: with --expect naming another target, its failures only warn.
 ACCELERATOR = "cuda"
+# The problems it reports, one per GPU and kind, each its own finding id (cuda.devices.<code>).
+FINDINGS = {
+    "none-visible": "CUDA expected, but torch sees no CUDA device",
+    "gpu-too-old": "a GPU older than the wheel's lowest architecture",
+    "arch-missing": "a GPU missing from the wheel's arch list: 'no kernel image is available'",
+    "ptx-only": "a GPU the wheel runs only through PTX JIT",
+    "memory-held": "another process holds most of a GPU's memory",
+    "gpus-missing": "NVML sees more GPUs than torch",
+}
 
 MIB = 1024 * 1024
 # Below this share of free memory, something else is holding the GPU.
 LOW_FREE_FRACTION = 0.10
 
 
-def _devices(facts: Facts) -> tuple[list[dict[str, Any]], str]:
-    """Torch's view of the devices for an examined CUDA build (even when it sees none);
-    NVML's otherwise (a CPU wheel on a GPU box, torch missing), so the GPUs are still judged."""
-    if dig(facts, "torch.status") == "ok" and dig(facts, "torch.build.variant") in ("cuda", "rocm"):
-        free = {m["index"]: m for m in dig(facts, "torch.cuda_init.memory", [])}
-        return [
-            {**d, "free_bytes": free.get(d["index"], {}).get("free_bytes")}
-            for d in dig(facts, "torch.cuda.devices", [])
-        ], "torch"
+@dataclass
+class Gpu:
+    """One GPU as judged here, from torch's view or NVML's; ``row`` is what details show."""
+
+    index: int
+    name: str | None
+    capability: tuple[int, ...]
+    total: int | None
+    free: int | None
+    sms: int | None
+    row: dict[str, Any]
+
+
+def _torch_gpus(facts: Facts) -> list[Gpu]:
+    free = {m.index: m.free_bytes for m in facts.torch.cuda_init.memory}
     return [
-        {
+        Gpu(
+            d.index,
+            d.name,
+            tuple(d.capability),
+            d.total_memory_bytes,
+            free.get(d.index),
+            d.multi_processor_count,
+            {**d.raw, "free_bytes": free.get(d.index)},
+        )
+        for d in facts.torch.cuda.devices
+    ]
+
+
+def _nvml_gpus(facts: Facts) -> list[Gpu]:
+    out = []
+    for g in nvml_gpus(facts):
+        total, used = g.memory_total_bytes, g.memory_used_bytes
+        free = total - used if total and used is not None else None
+        row = {
             "index": g.index,
             "name": g.name,
             "capability": g.capability or None,
-            "total_memory_bytes": g.memory_total_bytes,
-            "free_bytes": (g.memory_total_bytes - g.memory_used_bytes)
-            if g.memory_total_bytes and g.memory_used_bytes is not None
-            else None,
+            "total_memory_bytes": total,
+            "free_bytes": free,
         }
-        for g in nvml_gpus(facts)
-    ], "nvml"
+        out.append(Gpu(g.index, g.name, tuple(g.capability), total, free, None, row))
+    return out
+
+
+def _devices(facts: Facts) -> tuple[list[Gpu], str]:
+    """Torch's view of the devices for an examined CUDA build (even when it sees none);
+    NVML's otherwise (a CPU wheel on a GPU box, torch missing), so the GPUs are still judged."""
+    if facts.torch.status == "ok" and facts.torch.build.variant in ("cuda", "rocm"):
+        return _torch_gpus(facts), "torch"
+    return _nvml_gpus(facts), "nvml"
 
 
 def _arch_fix(facts: Facts, cap: tuple[int, int], why: str) -> list[Remedy]:
@@ -57,13 +97,87 @@ def _dropped(cap: tuple[int, int]) -> str:
     return f"the newest wheels for it are torch {compat.latest_patch(last.release)} from {url}"
 
 
-def _row(d: dict[str, Any]) -> str:
-    cap = archs.fmt(d["capability"]) if d.get("capability") else "?"
-    mem = f"{(d.get('total_memory_bytes') or 0) // MIB} MiB"
-    if d.get("free_bytes") is not None:
-        mem = f"{d['free_bytes'] // MIB}/{mem} free"
-    sms = f", {d['multi_processor_count']} SMs" if d.get("multi_processor_count") else ""
-    return f"cuda:{d['index']} {d.get('name')} (sm {cap}{sms}, {mem})"
+def _row(d: Gpu) -> str:
+    cap = archs.fmt(d.capability) if d.capability else "?"
+    mem = f"{(d.total or 0) // MIB} MiB"
+    if d.free is not None:
+        mem = f"{d.free // MIB}/{mem} free"
+    sms = f", {d.sms} SMs" if d.sms else ""
+    return f"cuda:{d.index} {d.name} (sm {cap}{sms}, {mem})"
+
+
+def _none_visible(facts: Facts, ctx: Context, source: str) -> Verdict:
+    nvml_count = len(nvml_gpus(facts))
+    seen = (
+        f"torch sees none of the {nvml_count} GPU(s) NVML lists"
+        if nvml_count
+        else "no CUDA devices"
+    )
+    if ctx.expect != "cuda":
+        return verdict(Status.SKIP, f"{seen} (cuda.available says why)" if nvml_count else seen)
+    fix = Remedy(
+        "Run where an NVIDIA GPU is visible (containers: `--gpus all`); cuda.available says why not."
+    )
+    details = {"source": source, "nvml_gpus": nvml_count}
+    return from_problems([Problem("none-visible", Status.FAIL, seen, [fix])], details, "")
+
+
+def _arch_problem(facts: Facts, d: Gpu, arch_list: list[str]) -> Problem | None:
+    """The GPU against the wheel's arch list (native code, PTX only, or nothing)."""
+    cap = d.capability
+    cov = archs.coverage(cap, arch_list)
+    d.row["arch_coverage"] = cov
+    lowest = archs.min_capability(arch_list)
+    family = compat.family(cap)
+    if cov == "none" and lowest and cap < lowest:
+        why = (
+            f"cuda:{d.index} {d.name} (sm {archs.fmt(cap)}, {family}) is older than this wheel "
+            f"supports (minimum sm {archs.fmt(lowest)}); {_dropped(cap)}"
+        )
+        fixes = _arch_fix(facts, cap, f"{family} GPUs need a wheel that still lists them.")
+        return Problem("gpu-too-old", Status.FAIL, why, fixes)
+    if cov == "none":
+        why = (
+            f"cuda:{d.index} {d.name} (sm {archs.fmt(cap)}) is not in the wheel's arch list "
+            f"({' '.join(arch_list)}): 'no kernel image is available'"
+        )
+        fixes = _arch_fix(facts, cap, f"sm {archs.fmt(cap)} ({family}) needs a wheel built for it.")
+        return Problem("arch-missing", Status.FAIL, why, fixes)
+    if cov == "ptx":
+        why = (
+            f"cuda:{d.index} sm {archs.fmt(cap)} runs only through PTX JIT "
+            "(slow first launch; fails if the driver is older than the toolkit)"
+        )
+        fixes = _arch_fix(facts, cap, "A wheel with native code for this GPU avoids the JIT.")
+        return Problem("ptx-only", Status.WARN, why, fixes)
+    return None
+
+
+def _memory_problem(d: Gpu) -> Problem | None:
+    if not d.total or d.free is None or d.free >= LOW_FREE_FRACTION * d.total:
+        return None
+    why = (
+        f"cuda:{d.index} has only {d.free // MIB} of {d.total // MIB} MiB free: "
+        "another process holds the GPU"
+    )
+    fix = Remedy(
+        "See which processes hold GPU memory.",
+        ("nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv",),
+    )
+    return Problem("memory-held", Status.WARN, why, [fix])
+
+
+def _missing_gpus(facts: Facts, source: str, seen: int) -> Problem | None:
+    nvml_count = len(nvml_gpus(facts))
+    cvd = facts.env.get("CUDA_VISIBLE_DEVICES")
+    if source != "torch" or nvml_count <= seen or cvd is not None:
+        return None
+    fix = Remedy(
+        "Compare nvidia-smi with torch: a GPU in a bad state is left out by CUDA.",
+        ("nvidia-smi -L",),
+    )
+    why = f"NVML sees {nvml_count} GPUs but torch sees {seen}"
+    return Problem("gpus-missing", Status.WARN, why, [fix])
 
 
 def check(facts: Facts, ctx: Context) -> Verdict:
@@ -72,91 +186,19 @@ def check(facts: Facts, ctx: Context) -> Verdict:
         return stuck
     devices, source = _devices(facts)
     if not devices:
-        nvml_count = len(nvml_gpus(facts))
-        seen = (
-            f"torch sees none of the {nvml_count} GPU(s) NVML lists"
-            if nvml_count
-            else "no CUDA devices"
-        )
-        if ctx.expect != "cuda":
-            return verdict(Status.SKIP, f"{seen} (cuda.available says why)" if nvml_count else seen)
-        return verdict(
-            Status.FAIL,
-            seen,
-            {"source": source, "nvml_gpus": nvml_count},
-            [
-                Remedy(
-                    "Run where an NVIDIA GPU is visible (containers: `--gpus all`); cuda.available says why not."
-                )
-            ],
-        )
-    arch_list = dig(facts, "torch.build.arch_list", [])
-    variant = dig(facts, "torch.build.variant")
-    problems: list[str] = []
-    warnings: list[str] = []
-    remedies: list[Remedy] = []
-    rows = []
+        return _none_visible(facts, ctx, source)
+    arch_list = facts.torch.build.arch_list
+    judge_arch = facts.torch.build.variant == "cuda" and arch_list
+    found: list[Problem | None] = []
     for d in devices:
-        rows.append(_row(d))
-        cap = tuple(d.get("capability") or ())
-        d["arch_coverage"] = None
-        if variant == "cuda" and arch_list and len(cap) == 2:
-            cov = archs.coverage(cap, arch_list)
-            d["arch_coverage"] = cov
-            lowest = archs.min_capability(arch_list)
-            if cov == "none" and lowest and cap < lowest:
-                problems.append(
-                    f"cuda:{d['index']} {d.get('name')} (sm {archs.fmt(cap)}, {compat.family(cap)}) is older "
-                    f"than this wheel supports (minimum sm {archs.fmt(lowest)}); {_dropped(cap)}"
-                )
-                remedies += _arch_fix(
-                    facts, cap, f"{compat.family(cap)} GPUs need a wheel that still lists them."
-                )
-            elif cov == "none":
-                problems.append(
-                    f"cuda:{d['index']} {d.get('name')} (sm {archs.fmt(cap)}) is not in the wheel's arch list "
-                    f"({' '.join(arch_list)}): 'no kernel image is available'"
-                )
-                remedies += _arch_fix(
-                    facts,
-                    cap,
-                    f"sm {archs.fmt(cap)} ({compat.family(cap)}) needs a wheel built for it.",
-                )
-            elif cov == "ptx":
-                warnings.append(
-                    f"cuda:{d['index']} sm {archs.fmt(cap)} runs only through PTX JIT "
-                    "(slow first launch; fails if the driver is older than the toolkit)"
-                )
-                remedies += _arch_fix(
-                    facts, cap, "A wheel with native code for this GPU avoids the JIT."
-                )
-        total, free = d.get("total_memory_bytes"), d.get("free_bytes")
-        if total and free is not None and free < LOW_FREE_FRACTION * total:
-            warnings.append(
-                f"cuda:{d['index']} has only {free // MIB} of {total // MIB} MiB free: "
-                "another process holds the GPU"
-            )
-            remedies.append(
-                Remedy(
-                    "See which processes hold GPU memory.",
-                    ("nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv",),
-                )
-            )
-    details = {"source": source, "arch_list": arch_list, "devices": devices}
-    nvml_count = len(nvml_gpus(facts))
-    cvd = dig(facts, "env.CUDA_VISIBLE_DEVICES")
-    if source == "torch" and nvml_count > len(devices) and cvd is None:
-        warnings.append(f"NVML sees {nvml_count} GPUs but torch sees {len(devices)}")
-        remedies.append(
-            Remedy(
-                "Compare nvidia-smi with torch: a GPU in a bad state is left out by CUDA.",
-                ("nvidia-smi -L",),
-            )
-        )
+        d.row["arch_coverage"] = None
+        if judge_arch and len(d.capability) == 2:
+            found.append(_arch_problem(facts, d, arch_list))
+        found.append(_memory_problem(d))
+    found.append(_missing_gpus(facts, source, len(devices)))
     # CUDA_DEVICE_ORDER on mixed-GPU hosts is judged by the env check, once.
-    summary = "; ".join(rows)
-    if problems:
-        return verdict(Status.FAIL, "; ".join(problems), details, remedies)
-    if warnings:
-        return verdict(Status.WARN, "; ".join(warnings), details, remedies)
-    return verdict(Status.PASS, summary, details)
+    details = {"source": source, "arch_list": arch_list, "devices": [d.row for d in devices]}
+    summary = "; ".join(_row(d) for d in devices)
+    # Failures first, so the summary leads with what breaks.
+    problems = sorted((p for p in found if p), key=lambda p: -p.status.rank)
+    return from_problems(problems, details, summary)
