@@ -168,3 +168,29 @@ def test_preloaded_cudart_and_a_drifted_nccl_wheel_are_two_findings_failure_firs
         "nvidia-nccl-cu13==2.27.7"
         in found["torch.libs.nvidia-wheel-version"].remedies[0]["commands"][0]
     )
+
+
+def test_driver_too_old_is_named_by_both_cuda_checks_with_their_own_ids():
+    """'The NVIDIA driver on your system is too old': cuda.driver says why, cuda.available says
+    that is why CUDA is unusable; each id can be accepted on its own."""
+    f = load_facts("driver_too_old")
+    ids = _ids(f, "cuda.driver", "cuda.available")
+    assert ids == ["cuda.driver.too-old", "cuda.available.driver-too-old"]
+    report = engine.diagnose(f, Context(), engine.select(["cuda.available"]))
+    assert report.checks[0].details["reason"] == "driver_too_old"  # the JSON field keeps its value
+
+
+def test_gpu_held_by_another_process_is_apart_from_the_arch_list():
+    """A full GPU is worth a warning, but not one that hides 'no kernel image is available'."""
+    f = copy.deepcopy(load_facts("rtx5090_cu124_wheel"))
+    total = f["torch"]["cuda"]["devices"][0]["total_memory_bytes"]
+    f["torch"]["cuda_init"] = {"memory": [{"index": 0, "free_bytes": total // 50}]}
+    report = engine.diagnose(
+        f,
+        Context(),
+        engine.select(["cuda.devices"]),
+        selection=Selection(ignore=("cuda.devices.memory-held",)),
+    )
+    kept, silenced = report.findings()
+    assert [x.id for x in kept] == ["cuda.devices.arch-missing"] and silenced == 1
+    assert "no kernel image is available" in kept[0].message

@@ -10,6 +10,8 @@ import pytest
 from torchdoctor import engine, gather_smoke
 from torchdoctor.checks import by_id
 from torchdoctor.checks.common import Context
+from torchdoctor.facts_record import load_facts as typed
+from torchdoctor.findings import Selection
 from torchdoctor.model import Status
 from torchdoctor.probes.runner import ProbeRun
 
@@ -313,3 +315,39 @@ def test_a_library_wrong_in_every_dtype_fails_the_compute_smoke_test():
     assert compute["status"] == "fail"
     assert compute["details"]["results"]["cpu"] == {"float32": False}
     assert "cpu float32: wrong results (matmul off by up to" in compute["summary"]
+
+
+def test_transfer_that_raised_out_of_memory_fails_with_its_error_and_the_facts_still_load(facts):
+    """The probe records a part that raised as {"ok": false, "error": ...}: that is a result,
+    not a malformed facts file (a dumped file with it must replay), and the finding names it."""
+    f = two_gpus(facts)
+    f["smoke"]["devices"]["cuda:0"]["transfer"] = {
+        "ok": False,
+        "error": "OutOfMemoryError: CUDA out of memory. Tried to allocate 256.00 MiB",
+    }
+    f["smoke"]["devices"]["cuda:0"]["memory"] = {"ok": False, "error": "RuntimeError: boom"}
+    typed(f)  # strict, as for --facts FILE: must not raise
+    report = engine.diagnose(f, Context(), engine.select(["smoke.transfer", "smoke.cuda_memory"]))
+    assert report.facts_problems == []
+    found = {x.id: x for x in report.all_findings()}
+    assert set(found) == {"smoke.transfer.device-failed", "smoke.cuda_memory.device-failed"}
+    assert found["smoke.transfer.device-failed"].message.startswith("cuda:0: OutOfMemoryError")
+    assert "cuda:1" in report.checks[0].details["bandwidth"]  # the other GPU still measured
+
+
+def test_slow_link_and_changed_round_trip_are_two_findings_silenced_apart(facts):
+    f = two_gpus(facts)
+    f["smoke"]["devices"]["cuda:0"]["transfer"]["h2d_pinned_gbps"] = 6.0
+    f["smoke"]["devices"]["cuda:1"]["transfer"]["roundtrip_pinned_exact"] = False
+    result = judge(f, "smoke.transfer")
+    assert [p.code for p in result.problems] == ["roundtrip-changed", "link-slow"]
+    assert result.status == Status.FAIL
+    assert result.summary.startswith("cuda:1: round trip changed the data (roundtrip_pinned_exact)")
+    report = engine.diagnose(
+        f,
+        Context(),
+        engine.select(["smoke.transfer"]),
+        selection=Selection(ignore=("smoke.transfer.link-slow",)),
+    )
+    kept, silenced = report.findings()
+    assert [x.id for x in kept] == ["smoke.transfer.roundtrip-changed"] and silenced == 1

@@ -393,8 +393,12 @@ class Torch(Record):
 @record
 class DtypeResult(Record):
     ok: Bool
+    error: Str  # the dtype raised (e.g. not supported on this device)
     ms: Num
-    tolerance: Num
+    reference: Str  # "exact": integer inputs against answers worked out in pure Python
+    matmul_max_err: Num
+    conv2d_max_err: Num
+    tolerance: Num  # facts from before exact references: relative errors against float64
     matmul_rel_err: Num
     conv2d_rel_err: Num
 
@@ -402,15 +406,19 @@ class DtypeResult(Record):
 @record
 class Compute(Record):
     ok: Bool
+    error: Str  # the part raised as a whole
     dtypes: dict[str, DtypeResult]
 
 
 @record
 class Transfer(Record):
-    h2d_pinned_gbps: Annotated[float, Required]
-    h2d_pageable_gbps: Annotated[float, Required]
-    d2h_pinned_gbps: Annotated[float, Required]
-    d2h_pageable_gbps: Annotated[float, Required]
+    # A part that raised carries only ok/error; pinned figures exist on CUDA devices only.
+    ok: Bool
+    error: Str
+    h2d_pinned_gbps: Num
+    h2d_pageable_gbps: Num
+    d2h_pinned_gbps: Num
+    d2h_pageable_gbps: Num
     roundtrip_pinned_exact: Bool
     roundtrip_pageable_exact: Bool
     sizes: dict[str, Any]
@@ -418,15 +426,18 @@ class Transfer(Record):
 
 @record
 class Memory(Record):
-    block_mib: Annotated[float, Required]
-    returned_mib: Annotated[float, Required]
-    sync_us: Annotated[float, Required]
+    ok: Bool  # a part that raised carries only ok/error
+    error: Str
+    block_mib: Num
+    returned_mib: Num
+    sync_us: Num
     empty_cache_us: Num
 
 
 @record
 class SmokeDevice(Record):
     device: Str
+    test_fault_injected: Str  # TORCHDOCTOR_TEST_SMOKE_FAULT: never a real device's result
     compute: Compute
     transfer: Transfer
     memory: Memory
@@ -437,6 +448,15 @@ class SmokeFailure(Record):
     kind: Str
     type: Str
     message: Str
+
+
+@record
+class Peer(Record):
+    """A GPU-to-GPU copy between two neighbouring CUDA devices."""
+
+    exact: Bool
+    gbps: Num
+    p2p_access: Bool
 
 
 @record
@@ -451,7 +471,7 @@ class Smoke(Record):
     planned: list[str]
     devices: dict[str, SmokeDevice]
     failures: dict[str, SmokeFailure]
-    peers: dict[str, Any]
+    peers: dict[str, Peer]  # "cuda:0>cuda:1"
 
 
 @record

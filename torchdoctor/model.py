@@ -72,12 +72,13 @@ def from_problems(
     problems: list[Problem], details: dict[str, Any], passed: str, prefix: str = ""
 ) -> Verdict:
     """The verdict of a check that collects problems: the worst status, one summary naming each
-    problem, every remedy in order; ``passed`` is the summary when there are none."""
+    problem, every distinct remedy in order; ``passed`` is the summary when there are none."""
     if not problems:
         return verdict(Status.PASS, passed, details)
     worst = max((p.status for p in problems), key=lambda s: s.rank)
     summary = prefix + "; ".join(p.message for p in problems)
-    remedies = [r for p in problems for r in p.remedies]
+    # Problems of one kind on several devices share their fix: name it once.
+    remedies = list(dict.fromkeys(r for p in problems for r in p.remedies))
     return Verdict(worst, summary, details, remedies, list(problems))
 
 

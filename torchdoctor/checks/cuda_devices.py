@@ -129,28 +129,29 @@ def _arch_problem(facts: Facts, d: Gpu, arch_list: list[str]) -> Problem | None:
     d.row["arch_coverage"] = cov
     lowest = archs.min_capability(arch_list)
     family = compat.family(cap)
+    name, sm = f"cuda:{d.index} {d.name}", archs.fmt(cap)
     if cov == "none" and lowest and cap < lowest:
+        code, fix = "gpu-too-old", f"{family} GPUs need a wheel that still lists them."
         why = (
-            f"cuda:{d.index} {d.name} (sm {archs.fmt(cap)}, {family}) is older than this wheel "
-            f"supports (minimum sm {archs.fmt(lowest)}); {_dropped(cap)}"
+            f"{name} (sm {sm}, {family}) is older than this wheel supports "
+            f"(minimum sm {archs.fmt(lowest)}); {_dropped(cap)}"
         )
-        fixes = _arch_fix(facts, cap, f"{family} GPUs need a wheel that still lists them.")
-        return Problem("gpu-too-old", Status.FAIL, why, fixes)
-    if cov == "none":
+    elif cov == "none":
+        code, fix = "arch-missing", f"sm {sm} ({family}) needs a wheel built for it."
         why = (
-            f"cuda:{d.index} {d.name} (sm {archs.fmt(cap)}) is not in the wheel's arch list "
-            f"({' '.join(arch_list)}): 'no kernel image is available'"
+            f"{name} (sm {sm}) is not in the wheel's arch list ({' '.join(arch_list)}): "
+            "'no kernel image is available'"
         )
-        fixes = _arch_fix(facts, cap, f"sm {archs.fmt(cap)} ({family}) needs a wheel built for it.")
-        return Problem("arch-missing", Status.FAIL, why, fixes)
-    if cov == "ptx":
+    elif cov == "ptx":
+        code, fix = "ptx-only", "A wheel with native code for this GPU avoids the JIT."
         why = (
-            f"cuda:{d.index} sm {archs.fmt(cap)} runs only through PTX JIT "
+            f"cuda:{d.index} sm {sm} runs only through PTX JIT "
             "(slow first launch; fails if the driver is older than the toolkit)"
         )
-        fixes = _arch_fix(facts, cap, "A wheel with native code for this GPU avoids the JIT.")
-        return Problem("ptx-only", Status.WARN, why, fixes)
-    return None
+    else:
+        return None
+    status = Status.WARN if code == "ptx-only" else Status.FAIL
+    return Problem(code, status, why, _arch_fix(facts, cap, fix))
 
 
 def _memory_problem(d: Gpu) -> Problem | None:

@@ -2,58 +2,65 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import TypeVar
 
-from ..facts import Facts, dig
+from ..facts_record import Compute, Facts, Memory, SmokeDevice, SmokeFailure, Transfer
 from ..model import Remedy, Status, Verdict, verdict
 from .common import Context, pinned_family, python_cmd
+
+Part = TypeVar("Part", Compute, Transfer, Memory)
 
 
 def not_run(facts: Facts, ctx: Context) -> Verdict | None:
     """A skip/error verdict when there are no smoke results to judge, else None."""
-    smoke = dig(facts, "smoke", {})
-    if not ctx.smoke or smoke.get("enabled") is False:
+    smoke = facts.smoke
+    if not ctx.smoke or smoke.enabled is False:
         return verdict(Status.SKIP, "smoke tests not run (--no-smoke)")
     if not smoke:
         return verdict(
             Status.SKIP, "no smoke results in these facts (recorded without a smoke test)"
         )
-    if dig(facts, "torch.status") != "ok":
+    if facts.torch.status != "ok":
         return verdict(Status.SKIP, "torch could not be examined; see torch.install")
-    if not smoke.get("ran"):
+    if not smoke.ran:
         return verdict(
             Status.ERROR,
-            f"the smoke test did not start: {smoke.get('reason', 'unknown reason')}",
-            {"smoke": smoke},
+            f"the smoke test did not start: {smoke.reason or 'unknown reason'}",
+            {"smoke": smoke.raw},
             [Remedy("Fix the problem the other checks report first, then re-run.")],
         )
     return None
 
 
 def accelerators(facts: Facts) -> list[str]:
-    return [d for d in dig(facts, "smoke.planned", []) if d != "cpu"]
+    return [d for d in facts.smoke.planned if d != "cpu"]
 
 
-def failure_of(facts: Facts, device: str) -> dict[str, Any] | None:
-    return dig(facts, "smoke.failures", {}).get(device)
+def failure_of(facts: Facts, device: str) -> SmokeFailure | None:
+    return facts.smoke.failures.get(device)
 
 
-def device_part(facts: Facts, device: str, part: str) -> tuple[dict[str, Any] | None, str | None]:
-    """One device's record of one smoke part (transfer, memory…), or why there is none: the
-    device failed as a whole, the part raised, or nothing came back."""
+def device_part(
+    facts: Facts, device: str, part: Callable[[SmokeDevice], Part]
+) -> tuple[Part | None, str | None]:
+    """One device's record of one smoke part (``lambda d: d.transfer``…), or why there is none:
+    the device failed as a whole, the part raised, or nothing came back."""
     failure = failure_of(facts, device)
-    data = (dig(facts, "smoke.devices", {}).get(device) or {}).get(part)
-    if failure or not data or data.get("error"):
-        why = failure or {"message": (data or {}).get("error", "no result")}
-        return None, failure_text(device, why)
+    record = facts.smoke.devices.get(device)
+    data = part(record) if record else None
+    if failure or not data or data.error:
+        return None, failure_text(device, failure, data.error if data else None)
     return data, None
 
 
-def failure_text(device: str, failure: dict[str, Any]) -> str:
-    kind = failure.get("kind")
-    if kind == "exception":
-        return f"{device}: {failure.get('type')}: {failure.get('message', '')[:200]}"
-    return f"{device}: {failure.get('message') or kind}"
+def failure_text(device: str, failure: SmokeFailure | None, error: str | None = None) -> str:
+    """What went wrong on ``device``: its recorded failure, else the part's error."""
+    if not failure:
+        return f"{device}: {error or 'no result'}"
+    if failure.kind == "exception":
+        return f"{device}: {failure.type}: {(failure.message or '')[:200]}"
+    return f"{device}: {failure.message or failure.kind}"
 
 
 def device_remedy(device: str, facts: Facts) -> Remedy:

@@ -7,38 +7,44 @@ fails. Facts recorded before that carry relative errors against a float64 torch 
 
 from __future__ import annotations
 
-from ..facts import Facts, dig
-from ..model import Remedy, Status, Verdict, verdict
+from ..facts_record import Compute, DtypeResult, Facts
+from ..model import Problem, Remedy, Status, Verdict, from_problems
 from .common import Context
 from .smoke_common import device_remedy, failure_of, failure_text, not_run
 
 ID = "smoke.compute"
 TITLE = "Compute smoke test on each device"
 ORDER = 160  # position in the report: basic facts first, the smoke test last
+# The problems it reports, per device (and dtype), each its own finding id (smoke.compute.<code>).
+FINDINGS = {
+    "device-failed": "the compute test raised, hung or crashed on a device, or gave no result",
+    "dtype-failed": "matmul or conv2d raised in one dtype on a device",
+    "wrong-results": "matmul or conv2d gave wrong results on a device",
+    "test-fault": "a fault injected through TORCHDOCTOR_TEST_SMOKE_FAULT (tests only)",
+}
 
 
-def _dtype_problems(device: str, compute: dict) -> list[str]:
-    if compute.get("error"):
-        return [f"{device}: {compute['error']}"]
+def _wrong(device: str, dtype: str, r: DtypeResult) -> str:
+    if r.tolerance is not None:  # facts from before exact references
+        worst = max(r.matmul_rel_err or 0, r.conv2d_rel_err or 0)
+        return f"{device} {dtype}: wrong results (relative error {worst:.2g} > {r.tolerance})"
+    errs = {"matmul": r.matmul_max_err, "conv2d": r.conv2d_max_err}
+    wrong = [f"{op} off by up to {err:.3g}" for op, err in errs.items() if err]
+    return (
+        f"{device} {dtype}: wrong results ({', '.join(wrong) or 'not exact'}; "
+        "exact integer answers expected)"
+    )
+
+
+def _dtype_problems(device: str, compute: Compute, fix: Remedy) -> list[Problem]:
+    if compute.error:
+        return [Problem("device-failed", Status.FAIL, f"{device}: {compute.error}", [fix])]
     out = []
-    for dtype, r in compute.get("dtypes", {}).items():
-        if r.get("error"):
-            out.append(f"{device} {dtype}: {r['error']}")
-        elif not r.get("ok") and "tolerance" in r:  # facts from before exact references
-            worst = max(r.get("matmul_rel_err", 0), r.get("conv2d_rel_err", 0))
-            out.append(
-                f"{device} {dtype}: wrong results (relative error {worst:.2g} > {r.get('tolerance')})"
-            )
-        elif not r.get("ok"):
-            wrong = [
-                f"{op} off by up to {r[f'{op}_max_err']:.3g}"
-                for op in ("matmul", "conv2d")
-                if r.get(f"{op}_max_err")
-            ]
-            out.append(
-                f"{device} {dtype}: wrong results ({', '.join(wrong) or 'not exact'}; "
-                "exact integer answers expected)"
-            )
+    for dtype, r in compute.dtypes.items():
+        if r.error:
+            out.append(Problem("dtype-failed", Status.FAIL, f"{device} {dtype}: {r.error}", [fix]))
+        elif not r.ok:
+            out.append(Problem("wrong-results", Status.FAIL, _wrong(device, dtype, r), [fix]))
     return out
 
 
@@ -46,35 +52,31 @@ def check(facts: Facts, ctx: Context) -> Verdict:
     skipped = not_run(facts, ctx)
     if skipped:
         return skipped
-    devices = dig(facts, "smoke.devices", {})
-    problems: list[str] = []
-    remedies: list[Remedy] = []
+    devices = facts.smoke.devices
+    problems: list[Problem] = []
     passed: list[str] = []
     table = {}
-    for device in dig(facts, "smoke.planned", []):
+    for device in facts.smoke.planned:
         failure = failure_of(facts, device)
-        compute = (devices.get(device) or {}).get("compute")
-        if failure or compute is None:
-            problems.append(failure_text(device, failure or {"message": "no result"}))
-            remedies.append(device_remedy(device, facts))
+        record = devices.get(device)
+        fix = device_remedy(device, facts)
+        if failure or not record or not record.compute:
+            why = failure_text(device, failure)
+            problems.append(Problem("device-failed", Status.FAIL, why, [fix]))
             continue
-        table[device] = {k: v.get("ok") for k, v in compute.get("dtypes", {}).items()}
-        found = _dtype_problems(device, compute)
-        if found:
-            problems += found
-            remedies.append(device_remedy(device, facts))
-        else:
-            passed.append(f"{device} ({'/'.join(compute.get('dtypes', {}))})")
-    details = {"results": table, "size": dig(facts, "smoke.size")}
-    injected = {
-        d: v.get("test_fault_injected") for d, v in devices.items() if v.get("test_fault_injected")
-    }
+        compute = record.compute
+        table[device] = {k: v.ok for k, v in compute.dtypes.items()}
+        found = _dtype_problems(device, compute, fix)
+        problems += found
+        if not found:
+            passed.append(f"{device} ({'/'.join(compute.dtypes)})")
+    details = {"results": table, "size": facts.smoke.size}
+    injected = {d: v.test_fault_injected for d, v in devices.items() if v.test_fault_injected}
     if injected:
         details["test_fault_injected"] = injected
-        problems.append(f"test faults injected through TORCHDOCTOR_TEST_SMOKE_FAULT: {injected}")
-    if problems:
-        return verdict(Status.FAIL, "; ".join(problems), details, remedies)
+        why = f"test faults injected through TORCHDOCTOR_TEST_SMOKE_FAULT: {injected}"
+        problems.append(Problem("test-fault", Status.FAIL, why, []))
     summary = "matmul and conv2d correct on " + ", ".join(passed)
     if len(passed) == 1:
         summary += "; no accelerator: accelerator parts skipped"
-    return verdict(Status.PASS, summary, details)
+    return from_problems(problems, details, summary)

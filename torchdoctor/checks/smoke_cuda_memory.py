@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..facts import Facts, dig
-from ..model import Remedy, Status, Verdict, verdict
+from ..facts_record import Facts, Memory
+from ..model import Problem, Remedy, Status, Verdict, from_problems, verdict
 from .common import Context
 from .smoke_common import accelerators, device_part, device_remedy, not_run
 
@@ -12,8 +12,30 @@ TITLE = "Accelerator memory and synchronisation"
 ORDER = 180  # position in the report: basic facts first, the smoke test last
 # An accelerator-specific check: with --expect naming another target, its failures only warn.
 ACCELERATOR = "cuda"
+# The problems it reports, per device, each its own finding id (smoke.cuda_memory.<code>).
+FINDINGS = {
+    "device-failed": "the memory test raised, hung or crashed on a device, or gave no result",
+    "memory-kept": "empty_cache returned under half of a freed block to the driver",
+}
 
 MIB = 1024 * 1024
+
+KEPT_FIX = Remedy(
+    "Cached memory that empty_cache cannot return is still referenced. Fragmentation "
+    "is eased by expandable segments.",
+    ("export PYTORCH_ALLOC_CONF=expandable_segments:True",),
+)
+
+
+def _kept(device: str, mem: Memory) -> Problem | None:
+    returned, block = mem.returned_mib or 0.0, mem.block_mib or 0.0
+    if returned >= 0.5 * block:
+        return None
+    why = (
+        f"{device}: empty_cache returned only {returned:.0f} of {mem.block_mib} MiB "
+        "to the driver (another allocation kept the cached block alive?)"
+    )
+    return Problem("memory-kept", Status.WARN, why, [KEPT_FIX])
 
 
 def check(facts: Facts, ctx: Context) -> Verdict:
@@ -23,38 +45,29 @@ def check(facts: Facts, ctx: Context) -> Verdict:
     accels = [d for d in accelerators(facts) if d.startswith("cuda") or d == "mps"]
     if not accels:
         return verdict(Status.SKIP, "no CUDA or MPS device: nothing to synchronise or free")
-    contexts = {m["index"]: m.get("context_s") for m in dig(facts, "torch.cuda_init.memory", [])}
-    fails, remedies, parts, rows = [], [], [], {}
-    warns: list[str] = []
+    contexts = {m.index: m.context_s for m in facts.torch.cuda_init.memory}
+    problems: list[Problem | None] = []
+    parts, rows = [], {}
     for device in accels:
-        mem, problem = device_part(facts, device, "memory")
-        if problem:
-            fails.append(problem)
-            remedies.append(device_remedy(device, facts))
+        mem, failed = device_part(facts, device, lambda d: d.memory)
+        if not mem:
+            fix = device_remedy(device, facts)
+            problems.append(Problem("device-failed", Status.FAIL, failed or device, [fix]))
             continue
-        row = {k: mem.get(k) for k in ("sync_us", "empty_cache_us", "block_mib", "returned_mib")}
+        row = {
+            "sync_us": mem.sync_us,
+            "empty_cache_us": mem.empty_cache_us,
+            "block_mib": mem.block_mib,
+            "returned_mib": mem.returned_mib,
+        }
         if device.startswith("cuda"):
             row["context_s"] = contexts.get(int(device.split(":")[1]))
         rows[device] = row
         parts.append(
-            f"{device} sync {mem['sync_us']:.0f} µs, empty_cache {mem['empty_cache_us']:.0f} µs, "
-            f"returned {mem['returned_mib']:.0f} of {mem['block_mib']} MiB"
+            f"{device} sync {mem.sync_us or 0:.0f} µs, empty_cache {mem.empty_cache_us or 0:.0f} µs, "
+            f"returned {mem.returned_mib or 0:.0f} of {mem.block_mib} MiB"
         )
-        if mem["returned_mib"] < 0.5 * mem["block_mib"]:
-            warns.append(
-                f"{device}: empty_cache returned only {mem['returned_mib']:.0f} of {mem['block_mib']} MiB "
-                "to the driver (another allocation kept the cached block alive?)"
-            )
-            remedies.append(
-                Remedy(
-                    "Cached memory that empty_cache cannot return is still referenced. Fragmentation "
-                    "is eased by expandable segments.",
-                    ("export PYTORCH_ALLOC_CONF=expandable_segments:True",),
-                )
-            )
-    details = {"devices": rows}
-    if fails:
-        return verdict(Status.FAIL, "; ".join(fails), details, remedies)
-    if warns:
-        return verdict(Status.WARN, "; ".join(warns), details, remedies)
-    return verdict(Status.PASS, "; ".join(parts), details)
+        problems.append(_kept(device, mem))
+    # Failures first, as the summary always led with them.
+    found = sorted((p for p in problems if p), key=lambda p: -p.status.rank)
+    return from_problems(found, {"devices": rows}, "; ".join(parts))
