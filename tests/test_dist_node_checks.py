@@ -92,7 +92,7 @@ def test_a_hosts_node_checks_in_dist_are_what_check_reports_there(monkeypatch, g
 
     assert without_timings(by_dist) == without_timings(by_check)
     assert by_dist["summary"]["silenced"] == 1 and by_dist["summary"]["fail_on"] == "warning"
-    assert {f["id"] for f in by_dist["findings"]} >= {"cuda.available"}
+    assert {f["id"] for f in by_dist["findings"]} >= {"cuda.available.driver-mismatch"}
     assert by_dist["facts"]["interpreter"]["source"] == "self"  # the same Python check chose
     # The same gathering, within the same whole-run deadline, smoke tests included.
     check_opts, dist_opts = gathered

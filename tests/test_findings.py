@@ -41,15 +41,24 @@ def report(*args: str, cwd=REPO) -> tuple[dict, int]:
 
 
 def test_check_report_is_the_shared_envelope_with_one_finding_per_failing_check():
+    """A finding per problem a failing check collected (<check>.<code>, its anchor on the check's
+    page), else one for the check itself."""
     doc, code = report()
     assert (doc["schema_version"], doc["command"]) == (2, "check")
-    failing = {c["id"]: c for c in doc["checks"] if c["status"] in ("warn", "fail", "error")}
-    assert {f["id"] for f in doc["findings"]} == set(failing)
+    failing = [c for c in doc["checks"] if c["status"] in ("warn", "fail", "error")]
+    parts = {
+        p["id"]: (c["id"], p)
+        for c in failing
+        for p in c.get("problems") or [dict(c, message=c["summary"])]
+    }
+    assert [f["id"] for f in doc["findings"]] == list(parts)
+    assert any(c.get("problems") for c in failing) and any(not c.get("problems") for c in failing)
     for f in doc["findings"]:
-        check = failing[f["id"]]
-        assert f["level"] == {"warn": "warning", "fail": "error", "error": "error"}[check["status"]]
-        assert f["message"] == check["summary"] and f["remedies"] == check["remedies"]
-        assert f["doc"].endswith(f"/docs/checks/{f['id']}.md")
+        check_id, part = parts[f["id"]]
+        assert f["level"] == {"warn": "warning", "fail": "error", "error": "error"}[part["status"]]
+        assert f["message"] == part["message"] and f["remedies"] == part["remedies"]
+        anchor = "" if f["id"] == check_id else f"#{f['id']}"
+        assert f["doc"].endswith(f"/docs/checks/{check_id}.md{anchor}")
     assert doc["summary"]["exit_code"] == code == 1
 
 
