@@ -11,6 +11,7 @@ from torchdoctor import engine, gather_smoke
 from torchdoctor.checks import by_id
 from torchdoctor.checks.common import Context
 from torchdoctor.model import Status
+from torchdoctor.probes.child import smoke_probe
 from torchdoctor.probes.runner import ProbeRun
 
 from .conftest import needs_torch, run_cli
@@ -225,8 +226,6 @@ class _FakeTorch:
 
 
 def test_cuda_memory_cycle_reports_what_empty_cache_returned():
-    from torchdoctor.probes import smoke_probe
-
     fake = _FakeTorch()
     out = smoke_probe.cuda_memory(fake, "cuda:0", smoke_probe.SIZES["quick"])
     block = smoke_probe.SIZES["quick"]["block_mib"]
@@ -241,22 +240,9 @@ def test_cuda_memory_cycle_reports_what_empty_cache_returned():
 # --------------------------------------------------------------------------- exact references
 
 
-def _smoke_probe():
-    import sys
-
-    from torchdoctor.facts import PROBE_DIR
-
-    sys.path.insert(0, str(PROBE_DIR))
-    try:
-        import smoke_probe
-    finally:
-        sys.path.remove(str(PROBE_DIR))
-    return smoke_probe
-
-
 def test_matmul_reference_is_exact_and_needs_no_torch():
     """The reference is pure Python: checked here against a plain triple loop."""
-    sp = _smoke_probe()
+    sp = smoke_probe
     a, b = sp._matrix(9, 9, 1), sp._matrix(9, 9, 2)
     product = [[sum(a[i][k] * b[k][j] for k in range(9)) for j in range(9)] for i in range(9)]
     ref = sp.matmul_reference(a, b)
@@ -271,7 +257,7 @@ def test_matmul_reference_is_exact_and_needs_no_torch():
 def test_inputs_stay_exact_in_bfloat16_at_the_full_size():
     """At most 256 non-zero terms per dot product: every partial sum is an integer that
     bfloat16 (8 significant bits) holds exactly, whatever order a kernel adds in."""
-    sp = _smoke_probe()
+    sp = smoke_probe
     n = sp.SIZES["full"]["matmul"]
     stride = -(-n // sp.EXACT_TERMS)
     a, b = sp._matrix(n, n, 1, stride), sp._matrix(n, n, 2, stride)
@@ -280,7 +266,7 @@ def test_inputs_stay_exact_in_bfloat16_at_the_full_size():
 
 
 def test_conv_reference_matches_a_plain_loop():
-    sp = _smoke_probe()
+    sp = smoke_probe
     x = [[sp._matrix(5, 5, 3 * i + j) for j in range(3)] for i in range(2)]
     w = [[sp._matrix(3, 3, 20 + 3 * o + j) for j in range(3)] for o in range(4)]
 

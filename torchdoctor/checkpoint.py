@@ -1,6 +1,6 @@
 """`torchdoctor inspect`: what a checkpoint holds, where it was saved from, how to load it here.
 
-The file is read by probes/ckpt_probe.py in a child process with a deadline (a hostile or huge
+The file is read by probes/child/ckpt_probe.py in a child process with a deadline (a hostile or huge
 file cannot hang or crash us); this module turns the probe's stages into a report and the
 exact `torch.load(...)` call that works on this machine.
 """
@@ -14,9 +14,8 @@ from typing import Any
 from . import weights_only
 from .docs import finding_url
 from .findings import Finding, Selection, envelope, split
-from .probes.runner import python_argv, run_probe
+from .probes.runner import child_argv, run_probe
 
-PROBE = Path(__file__).parent / "probes" / "ckpt_probe.py"
 PICKLED_MODULE = re.compile(r"^(torch\.nn\.modules\.|__main__\.)")
 WEIGHTS_ONLY_FAILED = "Weights only load failed"
 CUDA_LOCATION = re.compile(r"cuda(?::(\d+))?")
@@ -268,7 +267,7 @@ def _safetensors(report: dict, header: dict | None, errs: dict, quoted: str) -> 
 def inspect(
     path: str, python: str, timeout_s: float, selection: Selection | None = None
 ) -> dict[str, Any]:
-    run = run_probe(python_argv(python, str(PROBE), str(Path(path).resolve())), timeout_s)
+    run = run_probe(child_argv(python, "ckpt_probe", str(Path(path).resolve())), timeout_s)
     return build_report(path, run, selection)
 
 
