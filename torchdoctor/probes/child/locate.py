@@ -45,8 +45,8 @@ def _shadow(entry, spec, via):
 
 
 def find_torch(entries, cwd=None):
-    """The installed torch among ``entries`` (the child's sys.path: no folder of ours is on it), and the
-    shadows a user's script started in ``cwd`` would import first, in the order it meets them.
+    """The installed torch among ``entries`` (a sys.path: the probe child puts no folder of ours
+    on it), and the shadows a user's script started in ``cwd`` would import first, in order.
 
     A namespace folder only wins when no regular torch exists anywhere (PEP 420), so it is a
     shadow only then.
