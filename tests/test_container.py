@@ -19,7 +19,7 @@ from torchdoctor.checks import cuda_available, host
 from torchdoctor.checks.common import Context
 from torchdoctor.facts_record import load_facts as typed
 from torchdoctor.probes import container as probe
-from torchdoctor.probes import dist_sizes
+from torchdoctor.probes.child import dist_sizes
 from torchdoctor.probes.host import cgroup_limits, selected_env
 
 from .conftest import REPO, load_facts, needs_torch, private_tmpfs_unavailable, run_cli

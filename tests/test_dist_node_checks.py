@@ -13,7 +13,7 @@ import time
 import pytest
 from click.testing import CliRunner
 
-from torchdoctor import facts as facts_mod
+from torchdoctor import gather as gathering
 from torchdoctor.cli import cli
 from torchdoctor.cluster import worker
 from torchdoctor.cluster.launch import from_env
@@ -41,19 +41,19 @@ OPTIONS = [
 
 @pytest.fixture
 def gathered(monkeypatch, tmp_path):
-    """facts.gather replaced by one that records its options and, like the real one, puts the
+    """gather.gather replaced by one that records its options and, like the real one, puts the
     interpreter choice into the facts it returns."""
     monkeypatch.chdir(tmp_path)  # no pyproject.toml [tool.torchdoctor] from the repository
-    seen: list[facts_mod.GatherOptions] = []
+    seen: list[gathering.GatherOptions] = []
 
-    def fake_gather(opts: facts_mod.GatherOptions) -> dict:
+    def fake_gather(opts: gathering.GatherOptions) -> dict:
         seen.append(opts)
         facts = load_facts("nvml_driver_mismatch")
         facts["collected"]["python"] = opts.python
         facts["interpreter"] = opts.interpreter
         return facts
 
-    monkeypatch.setattr(facts_mod, "gather", fake_gather)
+    monkeypatch.setattr(gathering, "gather", fake_gather)
     return seen
 
 

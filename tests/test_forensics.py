@@ -11,7 +11,8 @@ from torchdoctor import alloc_conf, engine, requirements
 from torchdoctor.checks import by_id
 from torchdoctor.checks.common import Context
 from torchdoctor.model import Status
-from torchdoctor.probes import libs_probe, toolchain
+from torchdoctor.probes import toolchain
+from torchdoctor.probes.child import libs_probe
 
 from .conftest import needs_torch, run_cli
 

@@ -13,7 +13,7 @@ import jsonschema
 import pytest
 
 from torchdoctor.checkpoint import dangerous_globals
-from torchdoctor.probes import pickle_scan
+from torchdoctor.probes.child import pickle_scan
 from torchdoctor.weights_only import WEIGHTS_ONLY_ALLOWED
 
 from .conftest import REPO, REPORT_SCHEMA, needs_torch, run_cli

@@ -9,8 +9,9 @@ import textwrap
 import time
 from pathlib import Path
 
-from torchdoctor.facts import PROBE_DIR, torch_facts_from_run
-from torchdoctor.probes.runner import python_argv, run_probe
+from torchdoctor.gather import torch_facts_from_run
+from torchdoctor.probes.child import torch_probe
+from torchdoctor.probes.runner import child_argv, run_probe
 
 from .conftest import needs_torch
 
@@ -106,7 +107,8 @@ def test_missing_interpreter_is_not_started():
 
 def test_missing_torch_is_reported_as_missing(tmp_path):
     # An isolated interpreter (-I -S: no site-packages) cannot see torch.
-    argv = [sys.executable, "-I", "-S", "-u", str(PROBE_DIR / "torch_probe.py")]
+    python, *rest = child_argv(sys.executable, "torch_probe")
+    argv = [python, "-I", "-S", *rest]
     run = run_probe(argv, 30)
     assert run.status == "ok"
     torch = torch_facts_from_run(run)
@@ -116,7 +118,7 @@ def test_missing_torch_is_reported_as_missing(tmp_path):
 
 @needs_torch
 def test_real_torch_probe_on_cpu_torch():
-    run = run_probe(python_argv(sys.executable, str(PROBE_DIR / "torch_probe.py")), 60)
+    run = run_probe(child_argv(sys.executable, "torch_probe"), 60)
     assert run.status == "ok", (run.message, run.stderr_tail)
     torch = torch_facts_from_run(run)
     import torch as real_torch
@@ -129,9 +131,6 @@ def test_real_torch_probe_on_cpu_torch():
 
 
 def test_probe_reads_distro_glibc_cpu_flags_and_conda_meta(tmp_path):
-    sys.path.insert(0, str(Path(__file__).parents[1] / "torchdoctor" / "probes"))
-    import torch_probe
-
     meta = tmp_path / "conda-meta"
     meta.mkdir()
     (meta / "pytorch-2.5.1-py3.11_cuda12.4_cudnn9.1.0_0.json").write_text("{}")
@@ -144,9 +143,6 @@ def test_probe_reads_distro_glibc_cpu_flags_and_conda_meta(tmp_path):
 
 def test_probe_records_a_companions_real_import_error(tmp_path, monkeypatch):
     """A torchvision whose C++ ops do not load: the probe keeps its error, not just its version."""
-    sys.path.insert(0, str(Path(__file__).parents[1] / "torchdoctor" / "probes"))
-    import torch_probe
-
     info = tmp_path / "torchvision-0.28.0.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: torchvision\nVersion: 0.28.0\n")

@@ -14,7 +14,7 @@ from torchdoctor.checks import shadowing
 from torchdoctor.checks.common import Context
 from torchdoctor.facts_record import load_facts as typed
 from torchdoctor.model import Status
-from torchdoctor.probes.locate import find_torch
+from torchdoctor.probes.child.locate import find_torch
 
 from .conftest import needs_torch
 

@@ -13,6 +13,7 @@ from torchdoctor.checks.common import Context
 from torchdoctor.facts_record import load_facts as typed
 from torchdoctor.findings import Selection
 from torchdoctor.model import Status
+from torchdoctor.probes.child import smoke_probe
 from torchdoctor.probes.runner import ProbeRun
 
 from .conftest import needs_torch, run_cli
@@ -227,8 +228,6 @@ class _FakeTorch:
 
 
 def test_cuda_memory_cycle_reports_what_empty_cache_returned():
-    from torchdoctor.probes import smoke_probe
-
     fake = _FakeTorch()
     out = smoke_probe.cuda_memory(fake, "cuda:0", smoke_probe.SIZES["quick"])
     block = smoke_probe.SIZES["quick"]["block_mib"]
@@ -243,48 +242,32 @@ def test_cuda_memory_cycle_reports_what_empty_cache_returned():
 # --------------------------------------------------------------------------- exact references
 
 
-def _smoke_probe():
-    import sys
-
-    from torchdoctor.facts import PROBE_DIR
-
-    sys.path.insert(0, str(PROBE_DIR))
-    try:
-        import smoke_probe
-    finally:
-        sys.path.remove(str(PROBE_DIR))
-    return smoke_probe
-
-
 def test_matmul_reference_is_exact_and_needs_no_torch():
     """The reference is pure Python: checked here against a plain triple loop."""
-    sp = _smoke_probe()
-    a, b = sp._matrix(9, 9, 1), sp._matrix(9, 9, 2)
+    a, b = smoke_probe._matrix(9, 9, 1), smoke_probe._matrix(9, 9, 2)
     product = [[sum(a[i][k] * b[k][j] for k in range(9)) for j in range(9)] for i in range(9)]
-    ref = sp.matmul_reference(a, b)
-    assert sp.matmul_error(ref, product) == 0
+    ref = smoke_probe.matmul_reference(a, b)
+    assert smoke_probe.matmul_error(ref, product) == 0
     wrong = copy.deepcopy(product)
     wrong[4][5] += 1  # one entry off, in the middle: caught by its row and column sums
-    assert sp.matmul_error(ref, wrong) == 1
+    assert smoke_probe.matmul_error(ref, wrong) == 1
     wrong[4][5] = float("nan")
-    assert sp.matmul_error(ref, wrong) == float("inf")
+    assert smoke_probe.matmul_error(ref, wrong) == float("inf")
 
 
 def test_inputs_stay_exact_in_bfloat16_at_the_full_size():
     """At most 256 non-zero terms per dot product: every partial sum is an integer that
     bfloat16 (8 significant bits) holds exactly, whatever order a kernel adds in."""
-    sp = _smoke_probe()
-    n = sp.SIZES["full"]["matmul"]
-    stride = -(-n // sp.EXACT_TERMS)
-    a, b = sp._matrix(n, n, 1, stride), sp._matrix(n, n, 2, stride)
+    n = smoke_probe.SIZES["full"]["matmul"]
+    stride = -(-n // smoke_probe.EXACT_TERMS)
+    a, b = smoke_probe._matrix(n, n, 1, stride), smoke_probe._matrix(n, n, 2, stride)
     nonzero_a = max(sum(1 for v in row if v) for row in a)
-    assert nonzero_a <= sp.EXACT_TERMS and all(v in (-1, 0, 1) for row in b for v in row)
+    assert nonzero_a <= smoke_probe.EXACT_TERMS and all(v in (-1, 0, 1) for row in b for v in row)
 
 
 def test_conv_reference_matches_a_plain_loop():
-    sp = _smoke_probe()
-    x = [[sp._matrix(5, 5, 3 * i + j) for j in range(3)] for i in range(2)]
-    w = [[sp._matrix(3, 3, 20 + 3 * o + j) for j in range(3)] for o in range(4)]
+    x = [[smoke_probe._matrix(5, 5, 3 * i + j) for j in range(3)] for i in range(2)]
+    w = [[smoke_probe._matrix(3, 3, 20 + 3 * o + j) for j in range(3)] for o in range(4)]
 
     def at(b, o, h, c):
         return sum(
@@ -298,10 +281,10 @@ def test_conv_reference_matches_a_plain_loop():
     got = [
         [[[at(b, o, h, c) for c in range(5)] for h in range(5)] for o in range(4)] for b in range(2)
     ]
-    ref = sp.conv_reference(x, w, [0, 2, 4])
-    assert sp.conv_error(ref, got) == 0
+    ref = smoke_probe.conv_reference(x, w, [0, 2, 4])
+    assert smoke_probe.conv_error(ref, got) == 0
     got[1][3][4][0] -= 2
-    assert sp.conv_error(ref, got) == 2
+    assert smoke_probe.conv_error(ref, got) == 2
 
 
 @needs_torch

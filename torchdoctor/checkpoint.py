@@ -1,6 +1,6 @@
 """`torchdoctor inspect`: what a checkpoint holds, where it was saved from, how to load it here.
 
-The file is read by probes/ckpt_probe.py in a child process with a deadline (a hostile or huge
+The file is read by probes/child/ckpt_probe.py in a child process with a deadline (a hostile or huge
 file cannot hang or crash us); this module turns the probe's stages into a report and the
 exact `torch.load(...)` call that works on this machine.
 """
@@ -14,9 +14,8 @@ from typing import Any
 from . import weights_only
 from .docs import finding_url
 from .findings import Finding, Selection, envelope, split
-from .probes.runner import python_argv, run_probe
+from .probes.runner import child_argv, run_probe
 
-PROBE = Path(__file__).parent / "probes" / "ckpt_probe.py"
 PICKLED_MODULE = re.compile(r"^(torch\.nn\.modules\.|__main__\.)")
 WEIGHTS_ONLY_FAILED = "Weights only load failed"
 CUDA_LOCATION = re.compile(r"cuda(?::(\d+))?")
@@ -80,14 +79,42 @@ def build_report(path: str, run, selection: Selection | None = None) -> dict[str
 def _build(path: str, run) -> dict[str, Any]:
     """Pure: the probe's stages (a ProbeRun) -> the report dict."""
     st, errs = run.stages, run.errors
-    info = st.get("file") or {}
-    fmt = info.get("format", "unknown")
-    machine = st.get("machine") or {}
-    report: dict[str, Any] = {
+    report = _empty_report(path, run)
+    if not _readable(report, run):
+        return report
+    quoted = repr(path)
+    if report["format"] == "safetensors":
+        return _safetensors(report, st.get("safetensors"), errs, quoted)
+    pick = st.get("pickle") or {}
+    _judge_globals(report, pick)
+    load = st.get("load")
+    if pick.get("error") and not load:
+        _problem(
+            report,
+            "inspect.malformed",
+            "error",
+            f"the pickle is malformed or truncated: {pick['error']}",
+        )
+    locations = (load or {}).get("saved_locations") or pick.get("storage_locations", {})
+    needs_map = _judge_locations(report, locations)
+    map_arg = f", map_location={_target(report['machine'])!r}" if needs_map else ""
+    if load:
+        report["content"] = {k: v for k, v in load.items() if not k.startswith("saved_")}
+        report["state_dict"] = state_dict_call(report["content"])
+        report["load_call"] = f"torch.load({quoted}{map_arg}, weights_only=True)"
+        report["loads_as_is"] = not needs_map
+    else:
+        _judge_load_error(report, (errs.get("load") or {}).get("message", ""), quoted, map_arg)
+    return report
+
+
+def _empty_report(path: str, run) -> dict[str, Any]:
+    info = run.stages.get("file") or {}
+    return {
         "path": path,
-        "format": fmt,
+        "format": info.get("format", "unknown"),
         "size_bytes": info.get("size_bytes"),
-        "machine": machine,
+        "machine": run.stages.get("machine") or {},
         "content": None,
         "saved_locations": {},
         "globals": [],
@@ -99,24 +126,21 @@ def _build(path: str, run) -> dict[str, Any]:
         "load_call": None,
         "probe": run.summary(),
     }
+
+
+def _readable(report: dict[str, Any], run) -> bool:
+    """Problems with reading the file at all; False when there is nothing more to judge."""
+    errs = run.errors
     if run.status in ("timeout", "crashed"):
         _problem(report, "inspect.read-failed", "error", f"reading the file failed: {run.message}")
     if "file" in errs:
-        _problem(
-            report,
-            "inspect.unreadable",
-            "error",
-            f"cannot read the file: {errs['file'].get('message')}",
-        )
-        return report
-    if fmt == "unknown":
-        _problem(
-            report,
-            "inspect.not-a-checkpoint",
-            "error",
-            "not a torch.save (zip or legacy pickle) or safetensors file",
-        )
-        return report
+        message = f"cannot read the file: {errs['file'].get('message')}"
+        _problem(report, "inspect.unreadable", "error", message)
+        return False
+    if report["format"] == "unknown":
+        message = "not a torch.save (zip or legacy pickle) or safetensors file"
+        _problem(report, "inspect.not-a-checkpoint", "error", message)
+        return False
     if "machine" in errs:
         _problem(
             report,
@@ -124,11 +148,11 @@ def _build(path: str, run) -> dict[str, Any]:
             "warning",
             f"torch could not be imported to check loading: {errs['machine'].get('message')}",
         )
-    quoted = repr(path)
-    if fmt == "safetensors":
-        return _safetensors(report, st.get("safetensors"), errs, quoted)
+    return True
 
-    pick = st.get("pickle") or {}
+
+def _judge_globals(report: dict[str, Any], pick: dict[str, Any]) -> None:
+    """The globals the pickle references: pickled modules, and any weights_only refuses."""
     report["globals"] = pick.get("globals", [])
     report["pickled_objects"] = [g for g in report["globals"] if PICKLED_MODULE.match(g)]
     report["dangerous_globals"] = dangerous_globals(report["globals"])
@@ -143,15 +167,11 @@ def _build(path: str, run) -> dict[str, Any]:
             + ", which torch.load(weights_only=True) does not allow and which unpickling "
             "imports and calls. Do not load this file with weights_only=False.",
         )
-    if pick.get("error") and not st.get("load"):
-        _problem(
-            report,
-            "inspect.malformed",
-            "error",
-            f"the pickle is malformed or truncated: {pick['error']}",
-        )
-    load = st.get("load")
-    locations = (load or {}).get("saved_locations") or pick.get("storage_locations", {})
+
+
+def _judge_locations(report: dict[str, Any], locations: dict[str, Any]) -> bool:
+    """Record where the tensors were saved; True when loading here needs a map_location."""
+    machine = report["machine"]
     report["saved_locations"] = locations
     wrong = sorted(loc for loc in locations if not _loadable_here(loc, machine))
     needs_map = bool(wrong) and bool(machine)
@@ -163,14 +183,11 @@ def _build(path: str, run) -> dict[str, Any]:
             f"tensors were saved from {', '.join(wrong)}, which this machine does not have: "
             "a plain torch.load fails with 'Attempting to deserialize object on a CUDA device'",
         )
-    if load:
-        report["content"] = {k: v for k, v in load.items() if not k.startswith("saved_")}
-        report["state_dict"] = state_dict_call(report["content"])
-        map_arg = f", map_location={_target(machine)!r}" if needs_map else ""
-        report["load_call"] = f"torch.load({quoted}{map_arg}, weights_only=True)"
-        report["loads_as_is"] = not needs_map
-        return report
-    message = (errs.get("load") or {}).get("message", "")
+    return needs_map
+
+
+def _judge_load_error(report: dict[str, Any], message: str, quoted: str, map_arg: str) -> None:
+    """Why torch.load(weights_only=True) failed, and the call that loads it if one can."""
     if WEIGHTS_ONLY_FAILED in message and report["dangerous_globals"]:
         report["weights_only_error"] = message.strip().splitlines()[0]
     elif WEIGHTS_ONLY_FAILED in message:
@@ -188,13 +205,10 @@ def _build(path: str, run) -> dict[str, Any]:
             f"the file holds {what}: it loads only with weights_only=False, which runs code from "
             "the file. Do that only for a file you trust; better, re-save its state_dict().",
         )
-        first_line = message.strip().splitlines()[0] if message.strip() else ""
-        report["weights_only_error"] = first_line
-        map_arg = f", map_location={_target(machine)!r}" if needs_map else ""
-        if not report["dangerous_globals"]:
-            report["load_call"] = (
-                f"torch.load({quoted}{map_arg}, weights_only=False)  # trusted files only"
-            )
+        report["weights_only_error"] = message.strip().splitlines()[0]
+        report["load_call"] = (
+            f"torch.load({quoted}{map_arg}, weights_only=False)  # trusted files only"
+        )
     elif message:
         _problem(
             report,
@@ -202,7 +216,6 @@ def _build(path: str, run) -> dict[str, Any]:
             "error",
             f"torch.load(weights_only=True) failed: {message.strip()[:300]}",
         )
-    return report
 
 
 # Parts of a checkpoint dict that usually hold the model's weights, most likely first.
@@ -268,7 +281,7 @@ def _safetensors(report: dict, header: dict | None, errs: dict, quoted: str) -> 
 def inspect(
     path: str, python: str, timeout_s: float, selection: Selection | None = None
 ) -> dict[str, Any]:
-    run = run_probe(python_argv(python, str(PROBE), str(Path(path).resolve())), timeout_s)
+    run = run_probe(child_argv(python, "ckpt_probe", str(Path(path).resolve())), timeout_s)
     return build_report(path, run, selection)
 
 

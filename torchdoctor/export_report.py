@@ -1,6 +1,6 @@
 """`torchdoctor audit MODULE:FACTORY`: the export audit of a model built by a factory function.
 
-The factory is imported and called in probes/export_probe.py, a child process with a deadline;
+The factory is imported and called in probes/child/export_probe.py, a child process with a deadline;
 this module builds its request, turns the probe's stages into a report and renders it. It never
 imports torch.
 """
@@ -10,13 +10,11 @@ from __future__ import annotations
 import json
 import os
 import re
-from pathlib import Path
 from typing import Any
 
 from .findings import Selection, envelope, split
-from .probes.runner import python_argv, run_probe
+from .probes.runner import child_argv, run_probe
 
-PROBE = Path(__file__).parent / "probes" / "export_probe.py"
 SPEC = re.compile(r"^(?P<where>[^:]+):(?P<attr>[A-Za-z_]\w*(\.[A-Za-z_]\w*)*)$")
 DTYPES = ("float32", "float16", "bfloat16", "float64", "int64", "int32", "bool")
 VIA = ("torch.export", "onnx", "none")
@@ -110,7 +108,7 @@ def spec_error(report: dict[str, Any], run) -> str | None:
 
 
 def audit(req: dict[str, Any], python: str, timeout_s: float, selection: Selection | None = None):
-    run = run_probe(python_argv(python, str(PROBE), json.dumps(req)), timeout_s)
+    run = run_probe(child_argv(python, "export_probe", json.dumps(req)), timeout_s)
     return build_report(req, run, selection), run
 
 

@@ -17,9 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .probes import locate
+from .probes.child import locate
 
-LOCATE = str(Path(locate.__file__).resolve())
 # A candidate answers in tens of ms; this only bounds a broken one (a hung network filesystem).
 ASK_TIMEOUT_S = 10.0
 # Where an interpreter sits in a venv (POSIX, Windows) or a conda environment (POSIX, Windows).
@@ -141,9 +140,9 @@ def candidates(environ: dict[str, str] | os._Environ) -> list[tuple[str, str]]:
 
 def ask(python: str, timeout_s: float = ASK_TIMEOUT_S) -> dict[str, Any]:
     """What a candidate says about itself (prefix, torch, shadows), or {'error': why not}."""
-    from .probes.runner import python_argv, run_probe  # not loaded for --help and --version
+    from .probes.runner import child_argv, run_probe  # not loaded for --help and --version
 
-    run = run_probe(python_argv(python, LOCATE), timeout_s)
+    run = run_probe(child_argv(python, "locate"), timeout_s)
     data = run.stages.get("locate")
     return data if isinstance(data, dict) else {"error": run.message or "no answer"}
 

@@ -12,7 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .facts import TIMEOUT_S, Facts, GatherOptions
+from . import gather as gathering
+from .facts import Facts
 from .findings import Selection
 
 if TYPE_CHECKING:
@@ -28,7 +29,9 @@ class CheckOptions:
     skip: list[str] = field(default_factory=list)
     fail_on: str = "error"
     selection: Selection = field(default_factory=Selection)
-    timeout_s: float = TIMEOUT_S  # the whole run: interpreter search, probe and smoke tests
+    timeout_s: float = (
+        gathering.TIMEOUT_S
+    )  # the whole run: interpreter search, probe and smoke tests
     smoke: bool = True
     smoke_size: str = "quick"
 
@@ -53,13 +56,12 @@ def from_command_line(command: str, params: Mapping[str, Any]) -> CheckOptions:
 
 def gather(opts: CheckOptions, python: str | None = None, progress: bool = False) -> Facts:
     """The facts of ``python`` (None: the one torchdoctor would choose), within opts.timeout_s."""
-    from . import facts as facts_mod
     from . import interpreter
 
     started = time.monotonic()  # the deadline bounds the whole run, the search included
     choice = interpreter.choose(python, timeout_s=min(opts.timeout_s, interpreter.ASK_TIMEOUT_S))
-    return facts_mod.gather(
-        GatherOptions(
+    return gathering.gather(
+        gathering.GatherOptions(
             python=choice.python,
             timeout_s=max(1.0, opts.timeout_s - (time.monotonic() - started)),
             smoke=opts.smoke,

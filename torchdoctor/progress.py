@@ -16,7 +16,7 @@ from typing import TextIO
 DELAY_S = 3.0  # shorter waits are normal (import torch alone takes a second or two)
 TICK_S = 0.25
 
-# The torch probe's stages (probes/torch_probe.py, smoke_probe.py) in words.
+# The torch probe's stages (probes/child/torch_probe.py, smoke_probe.py) in words.
 STAGES = {
     "platform": "the Python interpreter to start",
     "packages": "package metadata",

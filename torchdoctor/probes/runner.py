@@ -4,7 +4,7 @@ Why a child: CUDA initialisation can hang in a C call (no signal interrupts it) 
 The child gets its own process session; when it ends (done, crashed or past its deadline) and
 when torchdoctor exits (Ctrl-C included), that whole group is killed, so nothing it spawned —
 a plugin's helper started during `import torch` — outlives torchdoctor.
-Its stdout is read line by line as it arrives; a line is one JSON event (see torch_probe.py).
+Its stdout is read line by line as it arrives; a line is one JSON event (see child/torch_probe.py).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 STDERR_TAIL_CHARS = 4000
@@ -213,69 +214,87 @@ def run_probe(
 
     t0 = run.since = time.monotonic()
     with tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace") as err:
-        kwargs: dict[str, Any] = {"cwd": child_cwd()}
-        if os.name == "posix":
-            kwargs["start_new_session"] = True
-        else:  # pragma: no cover - Windows
-            kwargs["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP
-        _begin_start()
-        proc = None
         try:
-            proc = subprocess.Popen(
-                argv,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=err,
-                env=env,
-                text=True,
-                encoding="utf-8",
-                errors="replace",
-                **kwargs,
-            )
+            proc = _start(argv, env, err)
         except OSError as exc:
             run.message = f"could not start {argv[0]}: {exc.strerror or exc}"
             run.duration_s = time.monotonic() - t0
             return run
-        finally:
-            _track(proc)
         reader = _Reader(proc.stdout, run, on_phase)
         reader.start()
-        timed_out = False
-        while not _exited(proc, min(0.05, max(0.0, deadline[0] - time.monotonic()))):
-            if time.monotonic() >= deadline[0]:
-                timed_out = True
-                break
-        # Whichever way it ended, what it started (a plugin's server spawned during
-        # `import torch`, a sitecustomize's helper) ends with it; then the child is reaped.
-        _kill_group(proc)
-        proc.wait()
-        with _LIVE_LOCK:
-            _LIVE.discard(proc)
+        timed_out = not _wait(proc, deadline)
+        _end(proc)
         reader.join(timeout=2)
         run.duration_s = time.monotonic() - t0
         run.returncode = proc.returncode
         err.seek(0)
         run.stderr_tail = err.read()[-STDERR_TAIL_CHARS:]
+    _judge(run, timed_out, reader.saw_done)
+    return run
 
+
+def _start(argv: list[str], env: dict[str, str] | None, err) -> subprocess.Popen:
+    """Start the child in its own session (group), tracked so that exit kills it."""
+    kwargs: dict[str, Any] = {"cwd": child_cwd()}
+    if os.name == "posix":
+        kwargs["start_new_session"] = True
+    else:  # pragma: no cover - Windows
+        kwargs["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP
+    _begin_start()
+    proc = None
+    try:
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=err,
+            env=env,
+            text=True,
+            encoding="utf-8",
+            errors="replace",
+            **kwargs,
+        )
+    finally:
+        _track(proc)
+    return proc
+
+
+def _wait(proc: subprocess.Popen, deadline: list[float]) -> bool:
+    """Wait for the child to exit; False when ``deadline[0]`` (which a phase may move) passed."""
+    while not _exited(proc, min(0.05, max(0.0, deadline[0] - time.monotonic()))):
+        if time.monotonic() >= deadline[0]:
+            return False
+    return True
+
+
+def _end(proc: subprocess.Popen) -> None:
+    """Whichever way it ended, what it started (a plugin's server spawned during
+    `import torch`, a sitecustomize's helper) ends with it; then the child is reaped."""
+    _kill_group(proc)
+    proc.wait()
+    with _LIVE_LOCK:
+        _LIVE.discard(proc)
+
+
+def _judge(run: ProbeRun, timed_out: bool, saw_done: bool) -> None:
+    """Status and message from how the child ended."""
+    where = run.unfinished_stage or "between stages"
+    code = run.returncode
     if timed_out:
         run.status = "timeout"
-        where = run.unfinished_stage or "between stages"
         run.message = f"probe did not finish within its deadline; it was stuck in: {where}"
-    elif proc.returncode and proc.returncode < 0:
+    elif code and code < 0:
         run.status = "crashed"
         try:
-            run.signal = signal.Signals(-proc.returncode).name
+            run.signal = signal.Signals(-code).name
         except ValueError:
-            run.signal = str(-proc.returncode)
-        where = run.unfinished_stage or "between stages"
+            run.signal = str(-code)
         run.message = f"probe was killed by {run.signal} during: {where}"
-    elif proc.returncode != 0 or not reader.saw_done:
+    elif code != 0 or not saw_done:
         run.status = "failed"
-        where = run.unfinished_stage or "between stages"
-        run.message = f"probe exited with code {proc.returncode} during: {where}"
+        run.message = f"probe exited with code {code} during: {where}"
     else:
         run.status = "ok"
-    return run
 
 
 def child_cwd() -> str | None:
@@ -288,9 +307,36 @@ def child_cwd() -> str | None:
     return None
 
 
-def python_argv(python: str, script: str, *args: str) -> list[str]:
-    """``-u``: unbuffered, so each event reaches us before a possible crash."""
-    return [python, "-u", script, *args]
+# probes/child/ is loaded in the child as a package under this private name, never by putting
+# its folder on sys.path: so it works under -I and PYTHONSAFEPATH=1 (which keep a script's folder
+# off sys.path), a user's module named `locate` cannot stand in for ours, and ours cannot stand
+# in for theirs (or torch's) while the probe imports torch.
+CHILD_DIR = Path(__file__).resolve().parent / "child"
+CHILD_PACKAGE = "_torchdoctor_child"
+# `-c` puts the working directory first on sys.path (not under -I/-P/PYTHONSAFEPATH); it is taken
+# off, as for a script run by path: a torch.py there is a shadow to report, not the torch probed.
+_BOOTSTRAP = """\
+import importlib.util, runpy, sys
+if not getattr(sys.flags, "safe_path", sys.flags.isolated):
+    del sys.path[0]
+spec = importlib.util.spec_from_file_location({package!r}, {init!r}, submodule_search_locations=[{folder!r}])
+package = importlib.util.module_from_spec(spec)
+sys.modules[spec.name] = package
+spec.loader.exec_module(package)
+runpy.run_module({module!r}, run_name="__main__", alter_sys=True)
+"""
+
+
+def child_argv(python: str, module: str, *args: str) -> list[str]:
+    """The command that runs probes/child/``module``.py as __main__ under ``python`` with
+    ``args`` as its sys.argv[1:]. ``-u``: unbuffered, so each event reaches us before a crash."""
+    boot = _BOOTSTRAP.format(
+        package=CHILD_PACKAGE,
+        init=str(CHILD_DIR / "__init__.py"),
+        folder=str(CHILD_DIR),
+        module=f"{CHILD_PACKAGE}.{module}",
+    )
+    return [python, "-u", "-c", boot, *args]
 
 
 def default_python() -> str:

@@ -1,6 +1,6 @@
 """The checkpoint probe: reads one checkpoint file in a child process, with a deadline.
 
-Run as a script (``python -u ckpt_probe.py FILE``) under the interpreter whose torch should
+Run as the probe child (``runner.child_argv(python, "ckpt_probe", FILE)``) under the interpreter whose torch should
 read it; standard library only until the `load` stage imports torch. Events are the torch
 probe's JSON lines. Nothing is unpickled beyond `torch.load(weights_only=True)`: a file that
 needs more is described from its pickle opcodes (pickle_scan), never loaded.
@@ -16,9 +16,8 @@ import sys
 import zipfile
 from collections import Counter
 
-import locate
-import pickle_scan
-from torch_probe import emit, stage
+from . import locate, pickle_scan
+from .torch_probe import emit, stage
 
 SAFETENSORS_MAX_HEADER = 100 * 1024 * 1024
 SAMPLE_TENSORS = 10

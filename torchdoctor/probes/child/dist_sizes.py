@@ -1,6 +1,6 @@
 """Installed size of the CUDA parts of a torch install: what a CPU wheel would not carry.
 
-Imported by name from torch_probe.py (same directory), so standard library only. Cheap by design:
+Imported by torch_probe.py in the probe child, so standard library only. Cheap by design:
 each nvidia-*/triton wheel's RECORD is short, and torch's own CUDA libraries are found by listing
 torch/lib rather than parsing torch's 12,000-line RECORD.
 """

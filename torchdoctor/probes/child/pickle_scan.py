@@ -50,6 +50,15 @@ class _Other:
 OTHER = _Other()
 
 
+class _Machine:
+    """The simulated pickle machine: its stack, the MARK positions on it, and the memo."""
+
+    def __init__(self) -> None:
+        self.stack: list[object] = []
+        self.marks: list[int] = []
+        self.memo: dict[int, object] = {}
+
+
 class Scan:
     def __init__(self) -> None:
         self.globals: Counter[str] = Counter()
@@ -62,78 +71,91 @@ class Scan:
 
     def feed(self, stream: io.BufferedIOBase) -> object:
         """Simulate one pickle; returns its top value (a str/int/tuple or OTHER)."""
-        stack: list[object] = []
-        marks: list[int] = []
-        memo: dict[int, object] = {}
+        m = _Machine()
+        ops, opaque = _OPS, Scan._opaque
         try:
             for op, arg, _pos in pickletools.genops(stream):
                 self.ops += 1
                 if self.ops > MAX_OPS:
                     self.complete = False
                     break
-                name = op.name
-                if name in STRING_OPS:
-                    stack.append(arg if isinstance(arg, str) else OTHER)
-                elif name in INT_OPS:
-                    stack.append(arg)
-                elif name == "GLOBAL":
-                    g = Global(str(arg).replace(" ", ".", 1))
-                    self.globals[g] += 1
-                    stack.append(g)
-                elif name == "STACK_GLOBAL":
-                    attr, module = stack.pop(), stack.pop()
-                    known = isinstance(module, str) and isinstance(attr, str)
-                    g = Global(f"{module}.{attr}" if known else COMPUTED_GLOBAL)
-                    self.globals[g] += 1
-                    stack.append(g)
-                elif name in ("EXT1", "EXT2", "EXT4"):  # a global named by copyreg's registry
-                    g = Global(f"<copyreg extension {arg}>")
-                    self.globals[g] += 1
-                    stack.append(g)
-                elif name == "MARK":
-                    marks.append(len(stack))
-                elif name in TO_MARK_PUSH:
-                    k = marks.pop()
-                    items = tuple(stack[k:])
-                    del stack[k:]
-                    if name == "INST":
-                        self.globals[Global(str(arg).replace(" ", ".", 1))] += 1
-                    stack.append(items if name == "TUPLE" else OTHER)
-                elif name in TO_MARK_DROP:
-                    del stack[marks.pop() :]
-                elif name in ("TUPLE1", "TUPLE2", "TUPLE3"):
-                    n = int(name[-1])
-                    items = tuple(stack[-n:])
-                    del stack[-n:]
-                    stack.append(items)
-                elif name in POPS:
-                    del stack[len(stack) - POPS[name] :]
-                    if name in ("REDUCE", "NEWOBJ", "NEWOBJ_EX"):
-                        stack[-1] = OTHER
-                elif name == "BINPERSID":
-                    self._persistent(stack.pop())
-                    stack.append(OTHER)
-                elif name == "PERSID":
-                    self.persistent_ids += 1
-                    stack.append(OTHER)
-                elif name in ("BINPUT", "LONG_BINPUT", "PUT"):
-                    memo[int(arg)] = stack[-1]
-                elif name == "MEMOIZE":
-                    memo[len(memo)] = stack[-1]
-                elif name in ("BINGET", "LONG_BINGET", "GET"):
-                    stack.append(memo.get(int(arg), OTHER))
-                elif name == "DUP":
-                    stack.append(stack[-1])
-                elif name in ("PROTO", "FRAME", "STOP"):
-                    pass
-                else:  # NONE, NEWTRUE, BINFLOAT, EMPTY_*, bytes, EXT*: one opaque value
-                    stack.append(OTHER)
+                ops.get(op.name, opaque)(self, op.name, arg, m)
         except (IndexError, KeyError, ValueError, TypeError) as exc:
             # A malformed or truncated pickle: what was read so far still counts.
             self.complete = False
             self.error = f"{type(exc).__name__}: {exc}"
             return OTHER
-        return stack[-1] if stack else OTHER
+        return m.stack[-1] if m.stack else OTHER
+
+    # One handler per kind of opcode, (self, opcode name, its argument, the machine); _OPS
+    # below maps each opcode name to its handler.
+
+    def _opaque(self, name: str, arg: object, m: _Machine) -> None:
+        """NONE, NEWTRUE, BINFLOAT, EMPTY_*, bytes...: one value we need not know."""
+        m.stack.append(OTHER)
+
+    def _nothing(self, name: str, arg: object, m: _Machine) -> None:
+        """PROTO, FRAME, STOP: nothing on the stack changes."""
+
+    def _string(self, name: str, arg: object, m: _Machine) -> None:
+        m.stack.append(arg if isinstance(arg, str) else OTHER)
+
+    def _int(self, name: str, arg: object, m: _Machine) -> None:
+        m.stack.append(arg)
+
+    def _global(self, name: str, arg: object, m: _Machine) -> None:
+        if name == "GLOBAL":
+            g = Global(str(arg).replace(" ", ".", 1))
+        elif name == "STACK_GLOBAL":
+            attr, module = m.stack.pop(), m.stack.pop()
+            known = isinstance(module, str) and isinstance(attr, str)
+            g = Global(f"{module}.{attr}" if known else COMPUTED_GLOBAL)
+        else:  # EXT1/2/4: a global named by copyreg's registry
+            g = Global(f"<copyreg extension {arg}>")
+        self.globals[g] += 1
+        m.stack.append(g)
+
+    def _mark(self, name: str, arg: object, m: _Machine) -> None:
+        m.marks.append(len(m.stack))
+
+    def _to_mark(self, name: str, arg: object, m: _Machine) -> None:
+        """TUPLE, LIST, DICT, OBJ, INST...: the items since the last MARK become one value."""
+        k = m.marks.pop()
+        items = tuple(m.stack[k:])
+        del m.stack[k:]
+        if name == "INST":
+            self.globals[Global(str(arg).replace(" ", ".", 1))] += 1
+        m.stack.append(items if name == "TUPLE" else OTHER)
+
+    def _drop_to_mark(self, name: str, arg: object, m: _Machine) -> None:
+        del m.stack[m.marks.pop() :]
+
+    def _small_tuple(self, name: str, arg: object, m: _Machine) -> None:
+        n = int(name[-1])
+        items = tuple(m.stack[-n:])
+        del m.stack[-n:]
+        m.stack.append(items)
+
+    def _pop(self, name: str, arg: object, m: _Machine) -> None:
+        del m.stack[len(m.stack) - POPS[name] :]
+        if name in ("REDUCE", "NEWOBJ", "NEWOBJ_EX"):
+            m.stack[-1] = OTHER
+
+    def _persid(self, name: str, arg: object, m: _Machine) -> None:
+        if name == "BINPERSID":
+            self._persistent(m.stack.pop())
+        else:  # PERSID: a string id, not torch's tuple
+            self.persistent_ids += 1
+        m.stack.append(OTHER)
+
+    def _put(self, name: str, arg: object, m: _Machine) -> None:
+        m.memo[len(m.memo) if name == "MEMOIZE" else int(arg)] = m.stack[-1]
+
+    def _get(self, name: str, arg: object, m: _Machine) -> None:
+        m.stack.append(m.memo.get(int(arg), OTHER))
+
+    def _dup(self, name: str, arg: object, m: _Machine) -> None:
+        m.stack.append(m.stack[-1])
 
     def _persistent(self, pid: object) -> None:
         self.persistent_ids += 1
@@ -155,6 +177,23 @@ class Scan:
             "complete": self.complete,
             "error": getattr(self, "error", None),
         }
+
+
+_OPS = {
+    **dict.fromkeys(STRING_OPS, Scan._string),
+    **dict.fromkeys(INT_OPS, Scan._int),
+    **dict.fromkeys(("GLOBAL", "STACK_GLOBAL", "EXT1", "EXT2", "EXT4"), Scan._global),
+    "MARK": Scan._mark,
+    **dict.fromkeys(TO_MARK_PUSH, Scan._to_mark),
+    **dict.fromkeys(TO_MARK_DROP, Scan._drop_to_mark),
+    **dict.fromkeys(("TUPLE1", "TUPLE2", "TUPLE3"), Scan._small_tuple),
+    **dict.fromkeys(POPS, Scan._pop),
+    **dict.fromkeys(("BINPERSID", "PERSID"), Scan._persid),
+    **dict.fromkeys(("BINPUT", "LONG_BINPUT", "PUT", "MEMOIZE"), Scan._put),
+    **dict.fromkeys(("BINGET", "LONG_BINGET", "GET"), Scan._get),
+    "DUP": Scan._dup,
+    **dict.fromkeys(("PROTO", "FRAME", "STOP"), Scan._nothing),
+}
 
 
 def scan_zip(path: str) -> dict:

@@ -1,6 +1,6 @@
 """The export-audit probe: builds the user's model from its factory and runs audit_export on it.
 
-Run as ``python -u export_probe.py REQUEST_JSON`` in a child process with a deadline (see
+Run as ``runner.child_argv(python, "export_probe", REQUEST_JSON)`` in a child process with a deadline (see
 runner.py): importing the user's code, exporting and running the graph may hang or crash.
 The factory is imported and called, never unpickled. Events are the torch probe's JSON lines;
 whatever the user's code prints goes to stderr so it cannot be taken for an event.
@@ -15,9 +15,9 @@ import os
 import sys
 from pathlib import Path
 
-from torch_probe import emit, stage
+from .torch_probe import emit, stage
 
-PACKAGE = Path(__file__).resolve().parent.parent
+PACKAGE = Path(__file__).resolve().parents[2]  # torchdoctor/, above probes/child/
 INT_HIGH = 2  # random integer inputs (token ids, labels) stay in [0, 2): valid for any vocabulary
 
 

@@ -1,7 +1,7 @@
 """Where torch would come from, without importing it: the installed copy, and anything hiding it.
 
-Standard library only, and importable three ways: by torchdoctor itself (its own interpreter), as a
-sibling of torch_probe.py, and run as a script under another interpreter, which then prints one
+Standard library only, and used three ways: by torchdoctor itself (its own interpreter), by
+torch_probe.py, and run as the probe child under another interpreter, which then prints one
 JSON event (``{"event": "end", "stage": "locate", ...}``) in the torch probe's format.
 
 A ``torch.py`` or ``torch/`` package in the directory a script runs from (or in a PYTHONPATH entry)
@@ -45,8 +45,8 @@ def _shadow(entry, spec, via):
 
 
 def find_torch(entries, cwd=None):
-    """The installed torch among ``entries`` (sys.path minus the script's own folder), and the
-    shadows a user's script started in ``cwd`` would import first, in the order it meets them.
+    """The installed torch among ``entries`` (a sys.path: the probe child puts no folder of ours
+    on it), and the shadows a user's script started in ``cwd`` would import first, in order.
 
     A namespace folder only wins when no regular torch exists anywhere (PEP 420), so it is a
     shadow only then.
@@ -90,8 +90,8 @@ class InstalledTorchFinder:
 
 def prefer_installed_torch():
     """In a probe child, before ``import torch``: a torch.py that PYTHONPATH puts ahead of the
-    installed torch must not fool the probe (the script's own folder is sys.path[0])."""
-    where = find_torch(sys.path[1:])
+    installed torch must not fool the probe."""
+    where = find_torch(sys.path)
     if where["torch"] and where["shadows"]:
         sys.meta_path.insert(0, InstalledTorchFinder(where["torch"]["entry"]))
 
@@ -123,7 +123,7 @@ def describe(cwd):
         "prefix": sys.prefix,
         "version": ".".join(map(str, sys.version_info[:3])),
         "externally_managed": externally_managed(),
-        **find_torch(sys.path[1:], cwd),
+        **find_torch(sys.path, cwd),
     }
 
 

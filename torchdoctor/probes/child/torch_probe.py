@@ -1,7 +1,8 @@
 """The torch probe: the only code of torchdoctor that imports torch.
 
-It runs as a script (``python torch_probe.py``) under whichever interpreter is being diagnosed,
-so it must use the standard library only and must not import torchdoctor. It writes one flushed
+It runs as the probe child (``runner.child_argv(python, "torch_probe")``) under whichever
+interpreter is being diagnosed, so it must use the standard library only and must not import
+torchdoctor. It writes one flushed
 JSON line per event to stdout:
 
     {"event": "begin", "stage": "cuda.init"}
@@ -25,11 +26,7 @@ import time
 import traceback
 import warnings
 
-# Sibling probe modules are imported by name; -I (isolated mode) leaves the script dir off sys.path.
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import accel_probe
-import libs_probe
-import locate
+from . import accel_probe, dist_sizes, libs_probe, locate
 
 _OUT = sys.stdout
 
@@ -88,7 +85,7 @@ def platform_facts():
         "externally_managed": locate.externally_managed(),
         "ensurepip": importlib.util.find_spec("ensurepip") is not None,  # Debian: python3-venv
         # What `import torch` gets in a script run from the user's directory, if not torch.
-        "torch_shadows": locate.find_torch(sys.path[1:], locate.user_cwd())["shadows"],
+        "torch_shadows": locate.find_torch(sys.path, locate.user_cwd())["shadows"],
         "wsl": "microsoft" in release or os.path.exists("/proc/sys/fs/binfmt_misc/WSLInterop"),
         "libc": " ".join(platform.libc_ver()).strip() if uname.system == "Linux" else None,
     }
@@ -207,8 +204,8 @@ def package_facts():
                 found[name]["requires"] = list(dist.requires or [])
         elif name.startswith("nvidia-") and name not in nvidia:
             nvidia[name] = dist.version
-    # Sizes of what a CPU wheel would not carry (sibling module; absent if run with -I).
-    cuda_sizes = _try(lambda: __import__("dist_sizes").cuda_sizes(dists), {})
+    # Sizes of what a CPU wheel would not carry.
+    cuda_sizes = _try(lambda: dist_sizes.cuda_sizes(dists), {})
     return {
         "distributions": found,
         "torch_distributions": torch_locations,
@@ -380,7 +377,7 @@ def main(argv):
     if smoke_only is not None:
         # A rerun for the devices left after one hung or crashed: only the smoke phase.
         if stage("import", import_torch) is not None:
-            import smoke_probe
+            from . import smoke_probe
 
             smoke_probe.run(stage, emit, _arg(argv, "--smoke", "quick"), smoke_only.split(","))
         emit({"event": "done"})
@@ -407,7 +404,7 @@ def main(argv):
         stage("xpu", accel_probe.xpu_facts)
     smoke_size = _arg(argv, "--smoke")
     if smoke_size is not None:
-        import smoke_probe  # a sibling file: the probe runs by path, its folder is on sys.path
+        from . import smoke_probe  # loaded only when smoke tests run
 
         smoke_probe.run(stage, emit, smoke_size)
     emit({"event": "done"})
