@@ -1,7 +1,7 @@
 """smoke.compute: matmul and conv2d on every device and dtype, against exact answers.
 
 The probe feeds integer inputs whose products every dtype holds exactly and checks them against
-answers worked out in pure Python (probes/smoke_probe.py), so a library wrong in every dtype
+answers worked out in pure Python (probes/child/smoke_probe.py), so a library wrong in every dtype
 fails. Facts recorded before that carry relative errors against a float64 torch reference.
 """
 
