@@ -539,6 +539,7 @@ class Candidate(Record):
     source: Str
     python: Str
     torch: Str
+    error: Str  # it did not answer (why)
 
 
 @record

@@ -210,7 +210,7 @@ def debug_switches(env: dict[str, str], out: Findings) -> None:
 
 
 def thread_counts(env: dict[str, str], facts: Facts, out: Findings) -> None:
-    usable = usable_cpus(dig(facts, "host", {}))
+    usable = usable_cpus(facts.host)
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         value = env.get(var)
         if value is None:

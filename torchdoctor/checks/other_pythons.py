@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..facts import Facts, dig
+from ..facts_record import Facts
 from ..model import Remedy
 
 PYTHON_OPTION = "torchdoctor check --python /path/to/env"
@@ -10,19 +10,17 @@ PYTHON_OPTION = "torchdoctor check --python /path/to/env"
 
 def looked_at(facts: Facts) -> list[str]:
     """'source (path)' for every interpreter discovery asked, torchdoctor's own first."""
-    own = dig(facts, "interpreter.own")
-    asked = dig(facts, "interpreter.candidates", [])
+    own = facts.interpreter.own
     named = [f"torchdoctor's own ({own})"] if own else []
     return named + [
-        f"{c.get('source')} ({c.get('python')}{', which did not answer' if c.get('error') else ''})"
-        for c in asked
-        if isinstance(c, dict)
+        f"{c.source} ({c.python}{', which did not answer' if c.error else ''})"
+        for c in facts.interpreter.candidates
     ]
 
 
 def remedy(facts: Facts) -> Remedy | None:
     """Only when torchdoctor chose the interpreter itself: a --python the user gave is theirs."""
-    if dig(facts, "interpreter.source") in (None, "--python"):
+    if facts.interpreter.source in (None, "--python"):
         return None
     return Remedy(
         f"torch was found in none of: {', '.join(looked_at(facts))}. If torch is installed in "

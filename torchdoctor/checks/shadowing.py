@@ -10,13 +10,18 @@ from __future__ import annotations
 import os
 import shlex
 
-from ..facts import Facts, dig
-from ..model import Remedy, Status, Verdict, verdict
+from ..facts_record import Facts, Shadow
+from ..model import Problem, Remedy, Status, Verdict, from_problems, verdict
 from .common import Context
 
 ID = "torch.shadowing"
 TITLE = "Nothing hides the installed torch"
 ORDER = 30  # position in the report: basic facts first, the smoke test last
+FINDINGS = {
+    "module": "a torch.py file hides the installed torch",
+    "package": "a torch/ package hides the installed torch",
+    "namespace": "a bare torch/ folder imports as an empty namespace package",
+}
 
 WHERE = {"cwd": "in the current directory", "sys.path": "on PYTHONPATH/sys.path"}
 
@@ -26,8 +31,8 @@ def _renamed(path: str, kind: str) -> str:
     return f"{stem}_local{ext}"
 
 
-def _finding(shadow: dict, torch_found: bool) -> tuple[str, Remedy]:
-    path, kind, via = (str(shadow.get(k)) for k in ("path", "kind", "via"))
+def _finding(shadow: Shadow, torch_found: bool) -> Problem:
+    path, kind, via = str(shadow.path), shadow.kind or "module", str(shadow.via)
     what = {"module": "file", "package": "package", "namespace": "folder"}.get(kind, "file")
     where = WHERE.get(via, "on the path")
     if kind == "namespace":
@@ -38,29 +43,20 @@ def _finding(shadow: dict, torch_found: bool) -> tuple[str, Remedy]:
         )
     else:
         effect = "`import torch` imports it"
-    return (
-        f"the {what} {path} {where} hides torch: {effect}",
-        Remedy(
-            f"Rename {path} (and the imports of it in your own code), so that `import torch` "
-            "finds the real torch.",
-            (f"mv {shlex.quote(path)} {shlex.quote(_renamed(path, kind))}",),
-        ),
+    rename = Remedy(
+        f"Rename {path} (and the imports of it in your own code), so that `import torch` "
+        "finds the real torch.",
+        (f"mv {shlex.quote(path)} {shlex.quote(_renamed(path, kind))}",),
     )
+    code = kind if kind in FINDINGS else "module"
+    return Problem(code, Status.FAIL, f"the {what} {path} {where} hides torch: {effect}", [rename])
 
 
 def check(facts: Facts, ctx: Context) -> Verdict:
-    platform = dig(facts, "platform", {})
-    shadows = platform.get("torch_shadows") if isinstance(platform, dict) else None
-    if not isinstance(shadows, list):
+    shadows = facts.platform.torch_shadows
+    if shadows is None:
         return verdict(Status.SKIP, "the probe did not look for files that hide torch")
-    found = [
-        _finding(s, dig(facts, "torch.status") == "ok") for s in shadows if isinstance(s, dict)
-    ]
-    if not found:
-        return verdict(Status.PASS, "no torch.py or torch/ on the path hides the installed torch")
-    return verdict(
-        Status.FAIL,
-        "; ".join(problem for problem, _ in found),
-        {"shadows": shadows},
-        [remedy for _, remedy in found],
-    )
+    found = [_finding(s, facts.torch.status == "ok") for s in shadows]
+    details = {"shadows": [s.raw for s in shadows]} if shadows else {}
+    passed = "no torch.py or torch/ on the path hides the installed torch"
+    return from_problems(found, details, passed)
