@@ -165,6 +165,7 @@ class Platform(Record):
     rosetta: Bool
     user_site: Str
     user_site_enabled: Bool
+    os: Str  # the OS line of a pasted report (collect_env)
 
 
 @record

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..data import compat
-from ..facts import Facts, dig
-from ..model import Remedy, Status, Verdict, verdict
+from ..facts_record import Facts, Platform
+from ..model import Problem, Remedy, Status, Verdict, from_problems, verdict
+from ..typed_json import Record
 from .common import Context, current_variant, install_command, python_cmd
 
 ID = "platform"
@@ -15,58 +18,72 @@ NEEDS = ("platform",)
 
 # Python versions recent torch releases publish wheels for (compat-tables.md, section 2).
 SUPPORTED_PYTHON = ((3, 10), (3, 14))
+# The problems it reports, each its own finding id (platform.<code>).
+FINDINGS = {
+    "python-32bit": "a 32-bit Python: PyTorch publishes no 32-bit wheels",
+    "rosetta": "an x86_64 Python under Rosetta on Apple Silicon: no MPS, no arm64 wheels",
+    "intel-mac": "an Intel Mac: recent releases ship macOS wheels for arm64 only",
+    "python-unsupported": "a Python version recent torch wheels do not cover",
+    "glibc-old": "glibc older than current torch wheels need",
+    "cpu-no-avx2": "an x86-64 CPU without AVX2: 'Illegal instruction'",
+    "jetson-pypi-torch": "a Jetson with a torch build that does not use its GPU",
+    "conda-and-pip": "torch installed by both conda and pip",
+}
 
 
-def check(facts: Facts, ctx: Context) -> Verdict:
-    p = dig(facts, "platform", {})
-    if not p:
-        return verdict(
-            Status.ERROR,
-            "the probe reported no platform facts",
-            {"probe": dig(facts, "probe.torch")},
-        )
+# The platform facts shown in details (records as their JSON, None when absent).
+DETAIL_FIELDS = (
+    "system",
+    "release",
+    "machine",
+    "python_version",
+    "python_implementation",
+    "python_bits",
+    "executable",
+    "in_venv",
+    "wsl",
+    "mac_ver",
+    "rosetta",
+    "libc",
+    "os",
+    "glibc",
+    "distro",
+    "cpu",
+    "jetson",
+    "conda_packages",
+)
+
+
+def _details(p: Platform) -> dict[str, Any]:
+    values = {k: getattr(p, k) for k in DETAIL_FIELDS}
+    return {k: (v.raw or None) if isinstance(v, Record) else v for k, v in values.items()}
+
+
+def _describe(p: Platform) -> str:
+    """'Linux x86_64, CPython 3.11.7 (64-bit)' (and the OS line a pasted report gives)."""
+    where = " ".join(str(v) for v in (p.system, p.machine) if v)
+    bits = f" ({p.python_bits}-bit)" if p.python_bits else ""
+    desc = f"{where}, {p.python_implementation or 'Python'} {p.python_version}{bits}"
+    return f"{desc}, {p.os}" if p.os else desc
+
+
+def _blocker(p: Platform, desc: str) -> Problem | None:
+    """A Python no current torch wheel is built for: judged first, it makes the rest moot."""
     # A report may not state the Python version: then there is nothing to judge it by.
-    pyver = tuple(int(x) for x in (p.get("python_version") or "").split(".")[:2] if x.isdigit())
-    where = " ".join(str(p[k]) for k in ("system", "machine") if p.get(k))
-    bits = f" ({p['python_bits']}-bit)" if p.get("python_bits") else ""
-    desc = f"{where}, {p.get('python_implementation', 'Python')} {p.get('python_version')}{bits}"
-    if p.get("os"):
-        desc += f", {p['os']}"
-    details = {
-        k: p.get(k)
-        for k in (
-            "system",
-            "release",
-            "machine",
-            "python_version",
-            "python_implementation",
-            "python_bits",
-            "executable",
-            "in_venv",
-            "wsl",
-            "mac_ver",
-            "rosetta",
-            "libc",
-            "os",
-            "glibc",
-            "distro",
-            "cpu",
-            "jetson",
-            "conda_packages",
-        )
-    }
-    if p.get("python_bits") == 32:
-        return verdict(
+    pyver = tuple(int(x) for x in (p.python_version or "").split(".")[:2] if x.isdigit())
+    lo, hi = SUPPORTED_PYTHON
+    if p.python_bits == 32:
+        return Problem(
+            "python-32bit",
             Status.FAIL,
             f"{desc}: PyTorch publishes no 32-bit wheels",
-            details,
             [Remedy("Install a 64-bit Python and create the environment with it.")],
         )
-    if p.get("rosetta"):
-        return verdict(
+    if p.rosetta:
+        return Problem(
+            "rosetta",
             Status.FAIL,
             f"{desc} runs under Rosetta on Apple Silicon: no MPS, no arm64 wheels",
-            details,
             [
                 Remedy(
                     "Install an arm64 (native) Python, e.g. from python.org or `brew` on an arm64 shell, "
@@ -75,43 +92,55 @@ def check(facts: Facts, ctx: Context) -> Verdict:
                 )
             ],
         )
-    if p.get("system") == "Darwin" and p.get("machine") == "x86_64":
-        return verdict(
+    if p.system == "Darwin" and p.machine == "x86_64":
+        return Problem(
+            "intel-mac",
             Status.WARN,
             f"{desc}: recent PyTorch releases ship macOS wheels for arm64 only",
-            details,
             [
                 Remedy(
                     "On an Intel Mac, stay on the last release with x86_64 wheels (2.2.x) or use Linux."
                 )
             ],
         )
-    lo, hi = SUPPORTED_PYTHON
     if pyver and not (lo <= pyver <= hi):
-        return verdict(
+        return Problem(
+            "python-unsupported",
             Status.WARN,
             f"{desc}: recent PyTorch wheels cover Python {lo[0]}.{lo[1]}–{hi[0]}.{hi[1]}",
-            details,
             [Remedy(f"Use Python {lo[0]}.{lo[1]}–{hi[0]}.{hi[1]} for this environment.")],
         )
-    if p.get("wsl"):
+    return None
+
+
+def _full_description(p: Platform, desc: str) -> str:
+    """The passing summary: WSL2, the distribution, glibc and the CPU model added."""
+    if p.wsl:
         desc += " under WSL2 (the GPU driver comes from Windows; do not install a Linux driver inside WSL)"
-    distro = (p.get("distro") or {}).get("pretty_name")
-    cpu = (p.get("cpu") or {}).get("model")
-    desc += "".join(f"; {x}" for x in (distro, p.get("glibc") and f"glibc {p['glibc']}", cpu) if x)
-    problems = [
-        x for x in (_glibc(facts), _cpu_isa(facts), _jetson(facts), _conda_and_pip(facts)) if x
-    ]
-    if problems:
+    glibc = p.glibc and f"glibc {p.glibc}"
+    return desc + "".join(f"; {x}" for x in (p.distro.pretty_name, glibc, p.cpu.model) if x)
+
+
+def check(facts: Facts, ctx: Context) -> Verdict:
+    p = facts.platform
+    if not p:
         return verdict(
-            Status.WARN, "; ".join(t for t, _ in problems), details, [r for _, r in problems]
+            Status.ERROR,
+            "the probe reported no platform facts",
+            {"probe": facts.probe.torch.raw or None},
         )
-    return verdict(Status.PASS, desc, details)
+    details = _details(p)
+    desc = _describe(p)
+    blocker = _blocker(p, desc)
+    if blocker:
+        return from_problems([blocker], details, desc)
+    found = (_glibc(facts), _cpu_isa(facts), _jetson(facts), _conda_and_pip(facts))
+    return from_problems([x for x in found if x], details, _full_description(p, desc))
 
 
-def _glibc(facts: Facts) -> tuple[str, Remedy] | None:
+def _glibc(facts: Facts) -> Problem | None:
     """Wheels need the glibc of their manylinux tag; pip silently picks an older torch."""
-    have = compat.parse_version(dig(facts, "platform.glibc"))[:2]
+    have = compat.parse_version(facts.platform.glibc)[:2]
     newest = compat.newest_for_glibc(have) if len(have) == 2 else None
     top = compat.newest_release()
     if len(have) < 2 or newest == top:
@@ -124,60 +153,73 @@ def _glibc(facts: Facts) -> tuple[str, Remedy] | None:
         else f"glibc {have[0]}.{have[1]} is older than any torch wheel needs"
     )
     cmd = f"{python_cmd(facts)} install 'torch=={compat.latest_patch(newest)}'" if newest else None
-    return (
-        f"{text} ('No matching distribution found' for newer ones)",
-        Remedy(
-            f"Use a distribution with glibc ≥ {need[0]}.{need[1]} (or a container) for current "
-            "torch; on this one, pin the newest torch it can run.",
-            (cmd,) if cmd else (),
-        ),
+    fix = Remedy(
+        f"Use a distribution with glibc ≥ {need[0]}.{need[1]} (or a container) for current "
+        "torch; on this one, pin the newest torch it can run.",
+        (cmd,) if cmd else (),
     )
+    why = f"{text} ('No matching distribution found' for newer ones)"
+    return Problem("glibc-old", Status.WARN, why, [fix])
 
 
-def _cpu_isa(facts: Facts) -> tuple[str, Remedy] | None:
+def _cpu_isa(facts: Facts) -> Problem | None:
     """x86-64 wheels use AVX/AVX2 code paths; a CPU without them dies with 'Illegal instruction'."""
-    isa = dig(facts, "platform.cpu.isa")
-    if dig(facts, "platform.machine") != "x86_64" or isa is None or "avx2" in isa:
+    isa = facts.platform.cpu.isa
+    if facts.platform.machine != "x86_64" or isa is None or "avx2" in isa:
         return None
     missing = "AVX and AVX2" if "avx" not in isa else "AVX2"
-    return (
-        f"the CPU ({dig(facts, 'platform.cpu.model') or 'unknown model'}) lacks {missing}: "
+    return Problem(
+        "cpu-no-avx2",
+        Status.WARN,
+        f"the CPU ({facts.platform.cpu.model or 'unknown model'}) lacks {missing}: "
         "PyTorch's x86-64 wheels may die with 'Illegal instruction'",
-        Remedy(
-            "Run on a CPU with AVX2 (in a VM, pass the host CPU model through, e.g. "
-            "`-cpu host`), or build torch from source for this CPU."
-        ),
+        [
+            Remedy(
+                "Run on a CPU with AVX2 (in a VM, pass the host CPU model through, e.g. "
+                "`-cpu host`), or build torch from source for this CPU."
+            )
+        ],
     )
 
 
-def _jetson(facts: Facts) -> tuple[str, Remedy] | None:
+def _jetson(facts: Facts) -> Problem | None:
     """Jetson's GPU is reached only through NVIDIA's JetPack builds of torch, not PyPI's."""
-    tegra = (dig(facts, "platform.jetson") or "").lstrip("# ").split(", GCID")[0]
-    if not tegra or dig(facts, "torch.build.variant") in ("cuda", None):
+    tegra = (facts.platform.jetson or "").lstrip("# ").split(", GCID")[0]
+    variant = facts.torch.build.variant
+    if not tegra or variant in ("cuda", None):
         return None
-    return (
-        f"a Jetson ({tegra}) with a {dig(facts, 'torch.build.variant')} build of torch: "
+    return Problem(
+        "jetson-pypi-torch",
+        Status.WARN,
+        f"a Jetson ({tegra}) with a {variant} build of torch: "
         "PyPI's aarch64 wheels do not use the Jetson GPU",
-        Remedy(
-            "Install the torch wheel NVIDIA builds for your JetPack release (NVIDIA's 'PyTorch for "
-            "Jetson' page lists the index per JetPack version), or use an l4t-pytorch container."
-        ),
+        [
+            Remedy(
+                "Install the torch wheel NVIDIA builds for your JetPack release (NVIDIA's 'PyTorch "
+                "for Jetson' page lists the index per JetPack version), or use an l4t-pytorch "
+                "container."
+            )
+        ],
     )
 
 
-def _conda_and_pip(facts: Facts) -> tuple[str, Remedy] | None:
+def _conda_and_pip(facts: Facts) -> Problem | None:
     """conda's pytorch and pip's torch in one environment overwrite each other's files."""
-    conda = dig(facts, "platform.conda_packages") or {}
-    pip = dig(facts, "packages.distributions.torch.version")
-    if "pytorch" not in conda or not pip:
+    conda = (facts.platform.conda_packages or {}).get("pytorch")
+    pip = facts.packages.distributions.get("torch")
+    if not conda or not pip:
         return None
-    return (
-        f"torch is installed twice: conda's pytorch {conda['pytorch']} and pip's torch {pip}",
-        Remedy(
-            "Keep one installer for torch: remove conda's copy (or pip's) and reinstall the other.",
-            (
-                "conda remove --force pytorch",
-                install_command(facts, current_variant(facts) or "cpu"),
-            ),
-        ),
+    return Problem(
+        "conda-and-pip",
+        Status.WARN,
+        f"torch is installed twice: conda's pytorch {conda} and pip's torch {pip.version}",
+        [
+            Remedy(
+                "Keep one installer for torch: remove conda's copy (or pip's) and reinstall the other.",
+                (
+                    "conda remove --force pytorch",
+                    install_command(facts, current_variant(facts) or "cpu"),
+                ),
+            )
+        ],
     )
