@@ -10,6 +10,7 @@ import pytest
 from torchdoctor import alloc_conf, engine, requirements
 from torchdoctor.checks import by_id
 from torchdoctor.checks.common import Context
+from torchdoctor.findings import Selection
 from torchdoctor.model import Status
 from torchdoctor.probes import toolchain
 from torchdoctor.probes.child import libs_probe
@@ -101,6 +102,22 @@ def test_allocator_typo_and_stale_launch_blocking(facts):
     cmds = commands(result)
     assert "export PYTORCH_ALLOC_CONF=expandable_segments:True" in cmds
     assert "unset CUDA_LAUNCH_BLOCKING" in cmds
+
+
+def test_accepted_launch_blocking_is_silenced_alone_and_the_allocator_typo_still_fails(facts):
+    """Each variable's problem is its own finding: a CI job that keeps CUDA_LAUNCH_BLOCKING=1 on
+    purpose ignores env.launch-blocking and still hears about the misspelt allocator key."""
+    report = engine.diagnose(
+        facts("env_misconfigured"),
+        Context(),
+        engine.select(["env"]),
+        selection=Selection(ignore=("env.launch-blocking",)),
+    )
+    kept, silenced = report.findings()
+    assert [(f.id, f.level) for f in kept] == [("env.alloc-conf-invalid", "error")]
+    assert silenced == 1
+    assert "expandable_segment" in kept[0].message
+    assert "export PYTORCH_ALLOC_CONF=expandable_segments:True" in kept[0].remedies[0]["commands"]
 
 
 @pytest.mark.parametrize(
