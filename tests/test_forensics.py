@@ -174,6 +174,25 @@ def test_nvcc_12_1_against_cu130_torch_fails(facts):
     assert any("whl/cu126" in c for c in cmds)  # torch 2.11's CUDA 12 wheel nearest to 12.1
 
 
+def test_nvcc_major_mismatch_and_missing_ninja_are_two_findings_each_with_its_fix(facts):
+    """'The detected CUDA version (12.1) mismatches ...' and 'Ninja is required to load C++
+    extensions' are two fixes: each its own finding, the mismatch still failing alone."""
+    f = facts("nvcc_mismatch")
+    f["toolchain"]["ninja"] = {}
+    report = engine.diagnose(
+        f,
+        Context(),
+        engine.select(["extensions"]),
+        selection=Selection(ignore=("extensions.no-ninja",)),
+    )
+    (check,) = report.checks
+    assert [p.code for p in check.problems] == ["nvcc-major-mismatch", "no-ninja"]
+    assert "install ninja" in check.problems[1].remedies[0].commands[0]
+    kept, silenced = report.findings()
+    assert [x.id for x in kept] == ["extensions.nvcc-major-mismatch"] and silenced == 1
+    assert kept[0].level == "error"
+
+
 def test_nvcc_minor_mismatch_warns_and_a_matching_toolkit_is_offered(facts):
     f = facts("nvcc_mismatch")
     f["toolchain"]["nvcc"]["release"] = "13.1"
