@@ -143,3 +143,19 @@ def test_every_record_class_is_frozen():
     with pytest.raises(AttributeError):
         facts.torch = None  # checks are pure: they cannot change what the next check reads
     assert isinstance(facts.torch, Record)
+
+
+def test_checks_read_attributes_not_string_paths():
+    """`dig(facts, "torch.build.cuda_version")` was a silent None for a misspelt path; checks now
+    read the record's attributes, where a misspelling fails the first test that reaches it."""
+    import ast
+
+    for path in sorted((REPO / "torchdoctor" / "checks").glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        names = {
+            alias.name
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom)
+            for alias in node.names
+        }
+        assert "dig" not in names, path.name

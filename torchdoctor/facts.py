@@ -13,7 +13,7 @@ from typing import Any
 
 from .facts_record import ShapeError, load_facts
 from .safeio import InputError, read_text_bounded
-from .typed_json import Record, too_deep
+from .typed_json import too_deep
 
 FACTS_VERSION = 1
 
@@ -21,9 +21,10 @@ FACTS_VERSION = 1
 Facts = dict[str, Any]
 
 
-def dig(facts: Facts | Record, path: str, default: Any = None) -> Any:
-    """``dig(facts, "torch.build.cuda")``: a nested lookup that tolerates missing levels."""
-    node: Any = facts.raw if isinstance(facts, Record) else facts
+def dig(doc: dict[str, Any], path: str, default: Any = None) -> Any:
+    """``dig(doc, "versions.torch")``: a nested lookup in a JSON document that tolerates missing
+    levels. For reports the fleet reads; checks read the typed facts record (facts_record)."""
+    node: Any = doc
     for key in path.split("."):
         if not isinstance(node, dict) or key not in node:
             return default
