@@ -52,7 +52,7 @@ def test_check_report_is_the_shared_envelope_with_one_finding_per_failing_check(
         for p in c.get("problems") or [dict(c, message=c["summary"])]
     }
     assert [f["id"] for f in doc["findings"]] == list(parts)
-    assert any(c.get("problems") for c in failing) and any(not c.get("problems") for c in failing)
+    assert all(c.get("problems") for c in failing)
     for f in doc["findings"]:
         check_id, part = parts[f["id"]]
         assert f["level"] == {"warn": "warning", "fail": "error", "error": "error"}[part["status"]]
@@ -60,6 +60,21 @@ def test_check_report_is_the_shared_envelope_with_one_finding_per_failing_check(
         anchor = "" if f["id"] == check_id else f"#{f['id']}"
         assert f["doc"].endswith(f"/docs/checks/{check_id}.md{anchor}")
     assert doc["summary"]["exit_code"] == code == 1
+
+
+def test_a_check_that_could_not_judge_is_one_finding_under_its_own_id(tmp_path):
+    """An error verdict has no problems: its finding is the check itself, linked to its page."""
+    facts = json.loads((FACTS_DIR / "driver_too_old.json").read_text())
+    facts["toolchain"] = {"status": "error", "error": "nvcc --version timed out"}
+    path = tmp_path / "facts.json"
+    path.write_text(json.dumps(facts))
+    r = run("check", "--facts", str(path), "--json", "--only", "extensions")
+    doc = json.loads(r.stdout)
+    jsonschema.Draft202012Validator(SCHEMA).validate(doc)
+    [f] = doc["findings"]
+    assert (f["id"], f["level"]) == ("extensions", "error")
+    assert "nvcc --version timed out" in f["message"]
+    assert f["doc"].endswith("/docs/checks/extensions.md")
 
 
 def test_ignore_silences_a_finding_counts_it_and_changes_the_exit_code():

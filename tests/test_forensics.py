@@ -215,6 +215,33 @@ def test_arch_list_missing_the_gpu_and_no_ninja_warn(facts):
     assert 'export TORCH_CUDA_ARCH_LIST="9.0"' in commands(result)
 
 
+def test_accepted_missing_ninja_is_silenced_alone_and_the_nvcc_12_1_mismatch_still_fails(facts):
+    """Each extension-build problem is its own finding: a setup.py-only project that never calls
+    load() ignores extensions.no-ninja and still hears that nvcc 12.1 cannot build for cu130."""
+    f = facts("nvcc_mismatch")
+    f["toolchain"]["ninja"] = {"name": "ninja", "path": None}
+    report = engine.diagnose(
+        f,
+        Context(),
+        engine.select(["extensions"]),
+        selection=Selection(ignore=("extensions.no-ninja",)),
+    )
+    kept, silenced = report.findings()
+    assert [(x.id, x.level) for x in kept] == [("extensions.nvcc-major-mismatch", "error")]
+    assert silenced == 1
+    assert "major versions differ" in kept[0].message
+    assert "conda install -c nvidia cuda-toolkit=13.0" in kept[0].remedies[0]["commands"]
+
+
+def test_cpu_torch_beside_nvcc_warns_only_when_cuda_is_expected(facts):
+    f = facts("nvcc_mismatch")
+    f["torch"]["build"].update(variant="cpu", cuda=None)
+    assert judge(f, "extensions").status == Status.PASS
+    result = judge(f, "extensions", expect="cuda")
+    assert result.status == Status.WARN and "CPU build of torch" in result.summary
+    assert [p.code for p in result.problems] == ["toolkit-cpu-torch"]
+
+
 def test_rocm_gfx1031_not_in_targets_offers_the_override(facts):
     result = judge(facts("rocm_gfx1031"), "rocm")
     assert result.status == Status.FAIL and "gfx1031" in result.summary
