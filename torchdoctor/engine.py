@@ -16,7 +16,7 @@ from .checks.common import Context, not_in_report
 from .facts import Facts
 from .facts_record import Facts as Record
 from .findings import Selection, normalise_fail_on
-from .model import CheckResult, Remedy, Report, Status, Verdict
+from .model import CheckResult, Remedy, Report, Status, Verdict, problem_remedies
 
 NO_FIX = Remedy(
     "torchdoctor knows no automatic fix for this; the details (-v) show what it observed."
@@ -77,9 +77,10 @@ def run_check(module: ModuleType, facts: Record | Facts, ctx: Context) -> CheckR
         v = not_in_report(facts, getattr(module, "NEEDS", None)) or _within_expectation(
             module, ctx, module.check(facts, ctx)
         )
-        for p in v.problems:  # each problem's fixes, like the check's, end with a verify step
+        for p in v.problems:  # each problem's fixes end with a verify step
             p.remedies = _adapted(facts, module.ID, p.remedies)
-        v.remedies = _adapted(facts, module.ID, v.remedies)
+        # A check with problems has their remedies (derived, not adapted a second time).
+        v.remedies = problem_remedies(v.problems) or _adapted(facts, module.ID, v.remedies)
         result = CheckResult(module.ID, module.TITLE, v.status, v.summary, v.details, v.remedies)
         result.problems = v.problems
     except Exception as exc:  # noqa: BLE001 - one broken check must not lose the report

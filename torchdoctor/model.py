@@ -77,9 +77,13 @@ def from_problems(
         return verdict(Status.PASS, passed, details)
     worst = max((p.status for p in problems), key=lambda s: s.rank)
     summary = prefix + "; ".join(p.message for p in problems)
-    # Problems of one kind on several devices share their fix: name it once.
-    remedies = list(dict.fromkeys(r for p in problems for r in p.remedies))
-    return Verdict(worst, summary, details, remedies, list(problems))
+    return Verdict(worst, summary, details, problem_remedies(problems), list(problems))
+
+
+def problem_remedies(problems: list[Problem]) -> list[Remedy]:
+    """A check's remedies are its problems': every distinct one, in order (problems of one kind
+    on several devices share their fix, named once)."""
+    return list(dict.fromkeys(r for p in problems for r in p.remedies))
 
 
 def verdict(

@@ -335,5 +335,4 @@ def _kind_schema(kind: Any, defs: dict[str, Any]) -> dict[str, Any]:
 
 
 def _item_schema(kind: Any, defs: dict[str, Any]) -> dict[str, Any]:
-    f = _field("", kind)
-    return _field_schema(dataclasses.replace(f, nullable=f.nullable, required=False), defs)
+    return _field_schema(_field("", kind), defs)  # an item: its own type, never "required"
