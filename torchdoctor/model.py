@@ -28,13 +28,19 @@ class Status(str, enum.Enum):
 
 @dataclass(frozen=True)
 class Remedy:
-    """A fix: prose for people, and separate shell commands a script can act on."""
+    """A fix: prose for people, and separate shell commands a script can act on.
+
+    ``evidence`` names the facts the fix rests on: dotted paths into the facts JSON (integer
+    steps index lists), e.g. ``env.CUDA_HOME``, ``nvml.devices.1.name``. A check's remedy with
+    no evidence, or evidence that names nothing in the facts, is not offered (docs/remedies.md).
+    """
 
     text: str
     commands: tuple[str, ...] = ()
+    evidence: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return {"text": self.text, "commands": list(self.commands)}
+        return {"text": self.text, "commands": list(self.commands), "evidence": list(self.evidence)}
 
 
 @dataclass

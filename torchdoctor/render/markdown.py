@@ -6,6 +6,7 @@ from typing import Any
 
 from tabulate import tabulate
 
+from ..evidence import because
 from .common import MARKS, closing, examined, flatten, headline
 
 
@@ -26,7 +27,8 @@ def render(doc: dict[str, Any], verbose: bool = False, color: bool = False) -> s
         out.append("#### Fixes")
         for c in problems:
             for r in c["remedies"]:
-                out.append(f"- **{c['id']}**: {r['text']}")
+                why = f" _({because(r['evidence'])})_" if r.get("evidence") else ""
+                out.append(f"- **{c['id']}**: {r['text']}{why}")
                 if r["commands"]:
                     out += ["  ```sh", *[f"  {cmd}" for cmd in r["commands"]], "  ```"]
         out.append("")

@@ -6,6 +6,7 @@ from typing import Any
 
 from tabulate import tabulate
 
+from ..evidence import because
 from .common import MARKS, closing, examined, flatten, headline, smoke_rows
 
 COLORS = {"pass": "32", "warn": "33", "fail": "31", "error": "35", "skip": "2"}
@@ -28,6 +29,8 @@ def render(doc: dict[str, Any], verbose: bool = False, color: bool = False) -> s
             for r in c["remedies"]:
                 lines.append(f"      fix: {r['text']}")
                 lines += [f"        $ {cmd}" for cmd in r["commands"]]
+                if verbose and r.get("evidence"):
+                    lines.append(f"        ({because(r['evidence'])})")
     rows = smoke_rows(doc)
     if rows:
         lines += ["", "Smoke test:", tabulate(rows[1:], rows[0], tablefmt="simple")]
