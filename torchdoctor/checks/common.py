@@ -6,7 +6,8 @@ import re
 import shlex
 from dataclasses import dataclass
 
-from ..data import compat
+from .. import evidence
+from ..data import compat, driver_archs
 from ..facts_record import Facts, NvmlDevice, ProbeError
 from ..model import Remedy, Status, Verdict, verdict
 
@@ -34,6 +35,21 @@ def set_env(facts: Facts, name: str, value: str) -> str:
     return f"export {name}={quote(facts, value)}"
 
 
+def grounded(facts: Facts, *paths: str) -> tuple[str, ...]:
+    """A remedy's evidence: those of ``paths`` that name a fact present in these facts."""
+    return evidence.present(facts.raw, *paths)
+
+
+def torch_version_path(facts: Facts) -> str:
+    """Where the examined torch's version was read: the probe, else the installed metadata."""
+    return "torch.version" if facts.torch.version else "packages.distributions.torch.version"
+
+
+def gpu_paths(facts: Facts, field: str = "capability") -> tuple[str, ...]:
+    """``nvml.devices.N.<field>`` for every GPU NVML listed."""
+    return tuple(f"nvml.devices.{i}.{field}" for i in range(len(nvml_gpus(facts))))
+
+
 # A pasted report names no interpreter: the command that reaches the usual one on each OS
 # (`py` is Windows' launcher; it honours an active virtual environment).
 DEFAULT_PYTHON = {"Windows": "py", "Darwin": "python3"}
@@ -50,7 +66,8 @@ def python_cmd(facts: Facts) -> str:
 # macOS has had no CUDA since NVIDIA dropped it, and PyTorch publishes no CUDA wheels for it.
 NO_CUDA_ON_MACOS = Remedy(
     "macOS has no CUDA and PyTorch ships no CUDA wheels for it: use the Apple GPU through MPS "
-    "(`--expect mps`), or run CUDA work on a Linux or Windows machine with an NVIDIA GPU."
+    "(`--expect mps`), or run CUDA work on a Linux or Windows machine with an NVIDIA GPU.",
+    evidence=("platform.system",),
 )
 
 
@@ -164,8 +181,15 @@ def install_command(
     return f"{python_cmd(facts)} install{flag} {pkgs} {index}"
 
 
-def reinstall_torch(facts: Facts, variant: str, why: str, release: str | None = None) -> Remedy:
-    """Reinstall torch (and its installed companions) from one wheel index, versions pinned."""
+def reinstall_torch(
+    facts: Facts,
+    variant: str,
+    why: str,
+    release: str | None = None,
+    because: tuple[str, ...] = (),
+) -> Remedy:
+    """Reinstall torch (and its installed companions) from one wheel index, versions pinned;
+    ``because`` is the evidence of the problem it answers."""
     which = f"torch {compat.latest_patch(release)}" if release else "torch"
     companions = " and its companions" if len(installed_family(facts)) > 1 else ""
     text = f"{why} Reinstall {which}{companions} from the {variant} index so they match each other."
@@ -174,7 +198,9 @@ def reinstall_torch(facts: Facts, variant: str, why: str, release: str | None = 
     if orphans:
         text += f" No {' or '.join(orphans)} release is built for that torch: remove it."
         commands.insert(0, f"{python_cmd(facts)} uninstall -y {' '.join(orphans)}")
-    return Remedy(text, tuple(commands))
+    family = [f"packages.distributions.{p}.version" for p in installed_family(facts)[1:]]
+    ev = (*because, *grounded(facts, torch_version_path(facts), *family))
+    return Remedy(text, tuple(commands), tuple(dict.fromkeys(ev)))
 
 
 def gpu_capabilities(facts: Facts) -> list[tuple[int, int]]:
@@ -197,13 +223,24 @@ def wheel_for(
     return compat.pick_wheel(torch_version_of(facts), driver, capabilities, python)
 
 
+def wheel_evidence(facts: Facts, driver: bool = True) -> tuple[str, ...]:
+    """What a wheel choice rests on: the GPUs it must cover, the Python it must install on, and
+    (unless it is for after a driver upgrade) the driver that must serve it."""
+    paths = (*gpu_paths(facts), "platform.python_version", torch_version_path(facts))
+    return grounded(facts, *(("nvml.driver_version",) if driver else ()), *paths)
+
+
 def keep_driver_fixes(
-    facts: Facts, capabilities: list[tuple[int, int]] | None, why: str
+    facts: Facts,
+    capabilities: list[tuple[int, int]] | None,
+    why: str,
+    because: tuple[str, ...] = (),
 ) -> list[Remedy]:
     """A wheel this driver serves: for this Python, else in an environment with another Python."""
+    because = (*because, *wheel_evidence(facts))
     choice = wheel_for(facts, capabilities)
     if choice:
-        return [install_wheel(facts, choice, why)]
+        return [install_wheel(facts, choice, why, because)]
     other = wheel_for(facts, capabilities, any_python=True)
     if not other:
         return []
@@ -221,52 +258,112 @@ def keep_driver_fixes(
                 f"{env}/bin/python -m pip install 'torch=={version}{tag}' {index}",
                 f"torchdoctor check --python {env}/bin/python",
             ),
+            tuple(dict.fromkeys(because)),
         )
     ]
 
 
-def wheel_fixes(facts: Facts, capabilities: list[tuple[int, int]] | None, why: str) -> list[Remedy]:
+def wheel_fixes(
+    facts: Facts,
+    capabilities: list[tuple[int, int]] | None,
+    why: str,
+    because: tuple[str, ...] = (),
+) -> list[Remedy]:
     """The smallest change that works, in order: a wheel this driver serves (for this Python,
     else another); a driver upgrade and the wheel it enables; a source build only when no
-    published wheel covers the GPUs."""
-    fixes = keep_driver_fixes(facts, capabilities, why)
+    published wheel covers the GPUs. ``because`` is the evidence of the problem answered."""
+    fixes = keep_driver_fixes(facts, capabilities, why, because)
     if fixes and fixes[0].commands[0].startswith(python_cmd(facts)):
         return fixes
     later = wheel_for(facts, capabilities, any_driver=True)
     if later:
         need = compat.min_driver(later.variant)
+        then = (*because, *wheel_evidence(facts, driver=False))
         fixes += [
-            upgrade_driver(need, f": the {later.variant} wheels need it"),
-            install_wheel(facts, later, f"{why} Then, with the new driver:"),
+            upgrade_driver(need, f": the {later.variant} wheels need it", facts, because),
+            install_wheel(facts, later, f"{why} Then, with the new driver:", then),
         ]
     if not fixes:
         caps = " ".join(f"{c[0]}.{c[1]}" for c in capabilities or gpu_capabilities(facts))
         fixes.append(
             Remedy(
                 f"{why} No published wheel covers these GPUs; build torch from source with "
-                f'TORCH_CUDA_ARCH_LIST="{caps}".'
+                f'TORCH_CUDA_ARCH_LIST="{caps}".',
+                evidence=(*because, *grounded(facts, *gpu_paths(facts))),
             )
         )
     return fixes
 
 
-def install_wheel(facts: Facts, choice: compat.WheelChoice, why: str) -> Remedy:
+def install_wheel(
+    facts: Facts, choice: compat.WheelChoice, why: str, because: tuple[str, ...] = ()
+) -> Remedy:
     """reinstall_torch for a WheelChoice: same release when it fits, else the one that does."""
     current = compat.torch_minor(torch_version_of(facts))
     release = None if choice.release == current else choice.release
     caveat = " (through minor-version compatibility)" if choice.support == "minor_compat" else ""
     return reinstall_torch(
-        facts, choice.variant, f"{why} The {choice.variant} build fits{caveat}.", release
+        facts, choice.variant, f"{why} The {choice.variant} build fits{caveat}.", release, because
     )
 
 
-def upgrade_driver(need: str | None, then: str = "", facts: Facts | None = None) -> Remedy:
+def _gpu_names(facts: Facts, indices: list[int]) -> str:
+    gpus = nvml_gpus(facts)
+    return " and ".join(gpus[i].name or f"GPU {i}" for i in indices)
+
+
+def _dropping_upgrade(facts: Facts, need: str, last: int, because: tuple[str, ...]) -> Remedy:
+    """A driver upgrade past the last branch of a present GPU: name what it gives up and what
+    else there is (hide that GPU; keep the last branch and a wheel covering every GPU)."""
+    caps = gpu_capabilities(facts)
+    dropped = driver_archs.dropped_by(driver_archs.branch(need) or 0, caps)
+    kept = [i for i in range(len(caps)) if i not in dropped]
+    names = _gpu_names(facts, dropped)
+    # The newest driver of the last branch that keeps every GPU (any release of that branch).
+    cover_all = compat.pick_wheel(torch_version_of(facts), f"{last}.999", caps)
+    text = (
+        f"Upgrade the NVIDIA driver to {need} or later only if you give up the {names}: R{last} "
+        "is the last driver branch that runs it. To keep using the other GPUs with this torch, "
+        "hide it from the job (CUDA numbers the rest in PCI order)."
+    )
+    if cover_all:
+        text += (
+            f" To keep every GPU, stay on an R{last} driver with torch "
+            f"{compat.latest_patch(cover_all.release)} from the {cover_all.variant} index."
+        )
+    else:
+        text += " No single torch wheel covers all of these GPUs with one driver."
+    hide = ("export CUDA_DEVICE_ORDER=PCI_BUS_ID",)
+    hide += (f"export CUDA_VISIBLE_DEVICES={','.join(map(str, kept))}",) if kept else ()
+    return Remedy(text, (*hide, "nvidia-smi"), because)
+
+
+def upgrade_driver(
+    need: str | None,
+    then: str = "",
+    facts: Facts | None = None,
+    because: tuple[str, ...] = (),
+) -> Remedy:
     """Driver upgrades are OS-specific (Windows and WSL2 take the Windows driver); the command
-    after it confirms the version."""
+    after it confirms the version. A branch that drops a present GPU is named, never implied."""
+    last = driver_archs.last_branch_for(gpu_capabilities(facts)) if facts else None
+    because = (*because, *(wheel_evidence(facts) if facts else ()))
+    because = tuple(dict.fromkeys(because))
+    if facts and need and last and (driver_archs.branch(need) or 0) > last:
+        return _dropping_upgrade(facts, need, last, because)
+    cap = ""
+    if facts and last:
+        limited = [
+            i
+            for i, c in enumerate(gpu_capabilities(facts))
+            if driver_archs.supports(last + 1, c) is False
+        ]
+        cap = f", but stay on the R{last} branch: later ones drop the {_gpu_names(facts, limited)}"
     return Remedy(
-        f"Upgrade the NVIDIA driver to {need or 'a newer release'} or later "
+        f"Upgrade the NVIDIA driver to {need or 'a newer release'} or later{cap} "
         f"({driver_install_hint(facts)}){then}.",
         ("nvidia-smi",),
+        because,
     )
 
 
@@ -304,6 +401,7 @@ def probe_stuck(facts: Facts, stages: tuple[str, ...]) -> Verdict | None:
                     "missing /dev/nvidia-uvm. Check that nvidia-smi answers; if it does, reload the "
                     "UVM module (or reboot).",
                     ("nvidia-smi", "sudo rmmod nvidia_uvm && sudo modprobe nvidia_uvm"),
+                    grounded(facts, "probe.torch.status", "probe.torch.unfinished_stage"),
                 )
             ],
         )

@@ -13,6 +13,8 @@ from .common import (
     NO_CUDA_ON_MACOS,
     Context,
     driver_install_hint,
+    gpu_paths,
+    grounded,
     keep_driver_fixes,
     nvml_gpus,
     probe_stuck,
@@ -70,7 +72,11 @@ def _hidden(facts: Facts) -> Reason | None:
     cvd = facts.env.get("CUDA_VISIBLE_DEVICES")
     if cvd is None or cvd.strip() not in HIDING_VALUES:
         return None
-    fix = Remedy("Unset it, or list the GPUs this job should use.", ("unset CUDA_VISIBLE_DEVICES",))
+    fix = Remedy(
+        "Unset it, or list the GPUs this job should use.",
+        ("unset CUDA_VISIBLE_DEVICES",),
+        ("env.CUDA_VISIBLE_DEVICES",),
+    )
     return Reason("hidden", f"CUDA_VISIBLE_DEVICES={cvd!r} hides every GPU", [fix])
 
 
@@ -85,10 +91,16 @@ def _driver_state(facts: Facts) -> Reason | None:
     warnings = " ".join(facts.torch.cuda.warnings)
     if "too old" not in warnings and not _driver_too_old(facts):
         return None
+    because = (
+        *driver_state.warning_paths(facts, ("too old",)),
+        *grounded(facts, "nvml.driver_version", "torch.build.cuda"),
+    )
     remedies = [
-        Remedy("Upgrade the NVIDIA driver (cuda.driver names the version).", ("nvidia-smi",))
+        Remedy(
+            "Upgrade the NVIDIA driver (cuda.driver names the version).", ("nvidia-smi",), because
+        )
     ]
-    remedies += keep_driver_fixes(facts, None, "Or keep this driver.")
+    remedies += keep_driver_fixes(facts, None, "Or keep this driver.", because)
     found = re.search(r"found version \d+", warnings)
     return Reason(
         "driver_too_old",
@@ -103,11 +115,16 @@ def _no_gpu(facts: Facts, expect: str) -> Reason:
     if facts.container.detected and wanted:
         fix = Remedy(
             "Start the container with GPU access, e.g. `docker run --gpus all …` "
-            "(the host needs the NVIDIA Container Toolkit; the container check says more)."
+            "(the host needs the NVIDIA Container Toolkit; the container check says more).",
+            evidence=grounded(facts, "container.detected", "container.kind", "nvml.status"),
         )
         why = "no NVIDIA GPU is visible inside this container (started without --gpus?)"
         return Reason("no_gpu_container", why, [fix])
-    fix = Remedy("Install the NVIDIA driver if this machine has an NVIDIA GPU.", ("nvidia-smi",))
+    fix = Remedy(
+        "Install the NVIDIA driver if this machine has an NVIDIA GPU.",
+        ("nvidia-smi",),
+        grounded(facts, "nvml.status", "nvml.error"),
+    )
     return Reason("no_gpu", "no NVIDIA driver or GPU found", [fix])
 
 
@@ -119,6 +136,11 @@ def _init_failed(facts: Facts) -> Reason:
             "NVML sees the GPU but CUDA cannot initialise: reload the UVM kernel module "
             "(common after suspend) or reboot.",
             () if facts.platform.wsl else ("sudo rmmod nvidia_uvm && sudo modprobe nvidia_uvm",),
+            grounded(
+                facts,
+                *(f"torch.cuda.warnings.{i}" for i in range(len(facts.torch.cuda.warnings))),
+                *gpu_paths(facts, "name"),
+            ),
         )
         return Reason("init_failed", f"CUDA initialisation failed: {warnings[:300]}", [rem])
     if facts.platform.system == "Windows":
@@ -127,11 +149,15 @@ def _init_failed(facts: Facts) -> Reason:
             f"Reinstall or update the NVIDIA driver ({driver_install_hint(facts)}), reboot, and "
             "check that nvidia-smi lists the GPU.",
             ("nvidia-smi",),
+            grounded(facts, "platform.system", "torch.cuda.available", *gpu_paths(facts, "name")),
         )
     else:
         fix = Remedy(
             "Check that /dev/nvidia-uvm exists and nvidia_uvm is loaded.",
             ("ls -l /dev/nvidia-uvm",),
+            grounded(
+                facts, "torch.cuda.available", "host.nvidia.dev_nodes", *gpu_paths(facts, "name")
+            ),
         )
     return Reason("unknown", "NVML sees GPUs but torch.cuda.is_available() is False", [fix])
 
@@ -146,13 +172,14 @@ def _why_unavailable(facts: Facts, expect: str) -> Reason:
     return _init_failed(facts)
 
 
-def _rocm_unavailable(ctx: Context, details: dict) -> Verdict:
+def _rocm_unavailable(facts: Facts, ctx: Context, details: dict) -> Verdict:
     """A ROCm build speaks through torch.cuda too, but its reasons are ROCm's: see `rocm`."""
     status = Status.FAIL if ctx.expect == "cuda" else Status.WARN
     fix = Remedy(
         "Give the process access to the AMD GPU (containers: "
         "`--device=/dev/kfd --device=/dev/dri --group-add video`).",
         ("ls -l /dev/kfd /dev/dri",),
+        grounded(facts, "torch.build.variant", "torch.cuda.available", "torch.rocm.nodes"),
     )
     why = "ROCm build of torch but no usable AMD GPU (the rocm check says why)"
     return from_problems([Problem("rocm-no-gpu", status, why, [fix])], details, "")
@@ -168,13 +195,18 @@ def _cuda_build(facts: Facts, ctx: Context, details: dict) -> Verdict:
             Status.SKIP, f"CUDA build but CUDA unavailable (expected: {ctx.expect})", details
         )
     if facts.torch.build.variant == "rocm":
-        return _rocm_unavailable(ctx, details)
+        return _rocm_unavailable(facts, ctx, details)
     reason = _why_unavailable(facts, ctx.expect)
     details["reason"] = reason.code
     if reason.code == "no_gpu" and ctx.expect == "auto":
         # gpu-wheel-no-gpu: nothing breaks, but the environment carries GBs of CUDA for nothing.
         fixes = [
-            reinstall_torch(facts, "cpu", "The CPU build is several GB smaller."),
+            reinstall_torch(
+                facts,
+                "cpu",
+                "The CPU build is several GB smaller.",
+                because=grounded(facts, "torch.build.variant", "nvml.status"),
+            ),
             *reason.remedies,
         ]
         why = f"CUDA build of torch on a machine without an NVIDIA GPU ({reason.text})"
@@ -194,7 +226,12 @@ def _no_cuda_build(facts: Facts, ctx: Context, details: dict) -> Verdict:
             f"a {variant}-only build of torch is installed, but this machine has "
             f"{len(gpus)} NVIDIA GPU(s): {names}"
         )
-        fixes = wheel_fixes(facts, None, "Torch says 'Torch not compiled with CUDA enabled'.")
+        fixes = wheel_fixes(
+            facts,
+            None,
+            "Torch says 'Torch not compiled with CUDA enabled'.",
+            grounded(facts, "torch.build.variant", *gpu_paths(facts, "name")),
+        )
         return from_problems([Problem("cpu-build-on-gpu", Status.FAIL, why, fixes)], details, "")
     if ctx.expect == "cuda":
         which = "no NVIDIA GPU is visible" if not gpus else "the torch build has no CUDA"
@@ -205,6 +242,7 @@ def _no_cuda_build(facts: Facts, ctx: Context, details: dict) -> Verdict:
                 "Run on a machine (or a container started with `--gpus all`) that has an "
                 "NVIDIA GPU, and install a CUDA build of torch.",
                 ("nvidia-smi",),
+                grounded(facts, "torch.build.variant", "nvml.status", *gpu_paths(facts, "name")),
             )
         )
         why = f"CUDA expected, but torch is a {variant} build and {which}"

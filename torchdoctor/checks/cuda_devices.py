@@ -9,7 +9,7 @@ from .. import archs
 from ..data import compat
 from ..facts_record import Facts
 from ..model import Problem, Remedy, Status, Verdict, from_problems, verdict
-from .common import Context, nvml_gpus, probe_stuck, wheel_fixes
+from .common import Context, gpu_paths, grounded, nvml_gpus, probe_stuck, wheel_fixes
 
 ID = "cuda.devices"
 TITLE = "CUDA devices and the wheel's arch list"
@@ -42,6 +42,8 @@ class Gpu:
     free: int | None
     sms: int | None
     row: dict[str, Any]
+    path: str = ""  # where its facts are: torch.cuda.devices.N or nvml.devices.N
+    memory_path: str = ""  # the fact its free memory came from
 
 
 def _torch_gpus(facts: Facts) -> list[Gpu]:
@@ -55,14 +57,20 @@ def _torch_gpus(facts: Facts) -> list[Gpu]:
             free.get(d.index),
             d.multi_processor_count,
             {**d.raw, "free_bytes": free.get(d.index)},
+            f"torch.cuda.devices.{pos}",
+            next(
+                (f"torch.cuda_init.memory.{i}" for i, m in enumerate(facts.torch.cuda_init.memory)
+                 if m.index == d.index),
+                "",
+            ),
         )
-        for d in facts.torch.cuda.devices
-    ]
+        for pos, d in enumerate(facts.torch.cuda.devices)
+    ]  # fmt: skip
 
 
 def _nvml_gpus(facts: Facts) -> list[Gpu]:
     out = []
-    for g in nvml_gpus(facts):
+    for pos, g in enumerate(nvml_gpus(facts)):
         total, used = g.memory_total_bytes, g.memory_used_bytes
         free = total - used if total and used is not None else None
         row = {
@@ -72,7 +80,10 @@ def _nvml_gpus(facts: Facts) -> list[Gpu]:
             "total_memory_bytes": total,
             "free_bytes": free,
         }
-        out.append(Gpu(g.index, g.name, tuple(g.capability), total, free, None, row))
+        path = f"nvml.devices.{pos}"
+        gpu = Gpu(g.index, g.name, tuple(g.capability), total, free, None, row, path)
+        gpu.memory_path = f"{path}.memory_used_bytes"
+        out.append(gpu)
     return out
 
 
@@ -84,8 +95,35 @@ def _devices(facts: Facts) -> tuple[list[Gpu], str]:
     return _nvml_gpus(facts), "nvml"
 
 
-def _arch_fix(facts: Facts, cap: tuple[int, int], why: str) -> list[Remedy]:
-    return wheel_fixes(facts, [cap], why)
+def _arch_fix(facts: Facts, d: Gpu, devices: list[Gpu], why: str) -> list[Remedy]:
+    """A wheel that covers this GPU and every other one in the box; where none does, say so and
+    offer the wheel for this GPU with the others hidden, or the others' wheel with it hidden."""
+    because = grounded(facts, f"{d.path}.capability", "torch.build.arch_list")
+    caps = [(g.capability[0], g.capability[1]) for g in devices if len(g.capability) == 2]
+    fixes = wheel_fixes(facts, caps, why, because)
+    if len(caps) < 2 or any(r.commands for r in fixes):
+        return fixes
+    others = [g for g in devices if g is not d and len(g.capability) == 2]
+    alone = wheel_fixes(facts, [(d.capability[0], d.capability[1])], why, because)
+    rest = wheel_fixes(facts, [(g.capability[0], g.capability[1]) for g in others], why, because)
+    names = ", ".join(f"cuda:{g.index} {g.name}" for g in devices)
+    order = ("export CUDA_DEVICE_ORDER=PCI_BUS_ID",) if devices[0].path.startswith("nvml") else ()
+    ev = (*because, *grounded(facts, *(f"{g.path}.capability" for g in others)))
+    return [
+        Remedy(
+            f"No single torch wheel covers all of these GPUs ({names}): run this GPU's jobs "
+            "with the others hidden and a wheel for it, or the others' jobs with it hidden.",
+            (*order, f"export CUDA_VISIBLE_DEVICES={d.index}"),
+            ev,
+        ),
+        *[r for r in alone if r.commands],
+        Remedy(
+            f"Or hide cuda:{d.index} {d.name} and keep a wheel for the rest.",
+            (*order, f"export CUDA_VISIBLE_DEVICES={','.join(str(g.index) for g in others)}"),
+            ev,
+        ),
+        *[r for r in rest if r.commands],
+    ]
 
 
 def _dropped(cap: tuple[int, int]) -> str:
@@ -116,13 +154,16 @@ def _none_visible(facts: Facts, ctx: Context, source: str) -> Verdict:
     if ctx.expect != "cuda":
         return verdict(Status.SKIP, f"{seen} (cuda.available says why)" if nvml_count else seen)
     fix = Remedy(
-        "Run where an NVIDIA GPU is visible (containers: `--gpus all`); cuda.available says why not."
+        "Run where an NVIDIA GPU is visible (containers: `--gpus all`); cuda.available says why not.",
+        evidence=grounded(
+            facts, "torch.cuda.device_count", "nvml.status", *gpu_paths(facts, "name")
+        ),
     )
     details = {"source": source, "nvml_gpus": nvml_count}
     return from_problems([Problem("none-visible", Status.FAIL, seen, [fix])], details, "")
 
 
-def _arch_problem(facts: Facts, d: Gpu, arch_list: list[str]) -> Problem | None:
+def _arch_problem(facts: Facts, d: Gpu, arch_list: list[str], devices: list[Gpu]) -> Problem | None:
     """The GPU against the wheel's arch list (native code, PTX only, or nothing)."""
     cap = d.capability
     cov = archs.coverage(cap, arch_list)
@@ -151,10 +192,10 @@ def _arch_problem(facts: Facts, d: Gpu, arch_list: list[str]) -> Problem | None:
     else:
         return None
     status = Status.WARN if code == "ptx-only" else Status.FAIL
-    return Problem(code, status, why, _arch_fix(facts, cap, fix))
+    return Problem(code, status, why, _arch_fix(facts, d, devices, fix))
 
 
-def _memory_problem(d: Gpu) -> Problem | None:
+def _memory_problem(facts: Facts, d: Gpu) -> Problem | None:
     if not d.total or d.free is None or d.free >= LOW_FREE_FRACTION * d.total:
         return None
     why = (
@@ -164,6 +205,7 @@ def _memory_problem(d: Gpu) -> Problem | None:
     fix = Remedy(
         "See which processes hold GPU memory.",
         ("nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv",),
+        grounded(facts, d.memory_path, f"{d.path}.name"),
     )
     return Problem("memory-held", Status.WARN, why, [fix])
 
@@ -176,6 +218,7 @@ def _missing_gpus(facts: Facts, source: str, seen: int) -> Problem | None:
     fix = Remedy(
         "Compare nvidia-smi with torch: a GPU in a bad state is left out by CUDA.",
         ("nvidia-smi -L",),
+        grounded(facts, "torch.cuda.device_count", *gpu_paths(facts, "name")),
     )
     why = f"NVML sees {nvml_count} GPUs but torch sees {seen}"
     return Problem("gpus-missing", Status.WARN, why, [fix])
@@ -194,8 +237,8 @@ def check(facts: Facts, ctx: Context) -> Verdict:
     for d in devices:
         d.row["arch_coverage"] = None
         if judge_arch and len(d.capability) == 2:
-            found.append(_arch_problem(facts, d, arch_list))
-        found.append(_memory_problem(d))
+            found.append(_arch_problem(facts, d, arch_list, devices))
+        found.append(_memory_problem(facts, d))
     found.append(_missing_gpus(facts, source, len(devices)))
     # CUDA_DEVICE_ORDER on mixed-GPU hosts is judged by the env check, once.
     details = {"source": source, "arch_list": arch_list, "devices": [d.row for d in devices]}

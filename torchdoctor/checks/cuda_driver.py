@@ -9,6 +9,7 @@ from . import driver_state
 from .common import (
     NO_CUDA_ON_MACOS,
     Context,
+    grounded,
     keep_driver_fixes,
     upgrade_driver,
     wheel_for,
@@ -52,7 +53,10 @@ def _no_driver(facts: Facts, ctx: Context) -> Verdict:
     fix = (
         NO_CUDA_ON_MACOS
         if facts.platform.system == "Darwin"
-        else Remedy("Install the NVIDIA driver; in a container, start it with `--gpus all`.")
+        else Remedy(
+            "Install the NVIDIA driver; in a container, start it with `--gpus all`.",
+            evidence=grounded(facts, "nvml.status", "nvml.error"),
+        )
     )
     return from_problems([Problem("no-driver", Status.FAIL, summary, [fix])], {"nvml": nv.raw}, "")
 
@@ -68,14 +72,18 @@ def _support_problem(facts: Facts, base: str, details: dict) -> Problem | None:
     if support == "full":
         return None
     if support not in ("minor_compat", "too_old"):
-        fix = Remedy("Compare the driver with NVIDIA's CUDA release notes by hand.")
+        fix = Remedy(
+            "Compare the driver with NVIDIA's CUDA release notes by hand.",
+            evidence=grounded(facts, "nvml.driver_version", "torch.build.cuda"),
+        )
         why = f"{base}; no table entry for CUDA {wheel_cuda}"
         return Problem("unknown-cuda", Status.WARN, why, [fix])
     # Keeping the driver: a wheel built for a CUDA it serves, unless that is the one installed.
     choice = wheel_for(facts)
     same = choice and choice.variant == f"cu{mm.replace('.', '')}" and choice.support == support
-    fix_wheel = [] if same else keep_driver_fixes(facts, None, "Or keep this driver.")
-    fixes = [upgrade_driver(need, facts=facts), *fix_wheel]
+    because = grounded(facts, "nvml.driver_version", "torch.build.cuda")
+    fix_wheel = [] if same else keep_driver_fixes(facts, None, "Or keep this driver.", because)
+    fixes = [upgrade_driver(need, facts=facts, because=because), *fix_wheel]
     if support == "minor_compat":
         why = (
             f"{base} runs the wheel's CUDA {wheel_cuda} only through minor-version compatibility "

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 
+from .. import evidence
 from ..data import compat
 from ..facts_record import Facts, LoadedLib
 from ..model import Remedy
@@ -41,17 +42,46 @@ def kernel_driver(facts: Facts) -> str | None:
     return None
 
 
-def drop_compat_fix(facts: Facts) -> Remedy:
+def warning_paths(facts: Facts, needles: tuple[str, ...]) -> tuple[str, ...]:
+    """``torch.cuda.warnings.N`` for each of torch's warnings that quotes one of ``needles``."""
+    return tuple(
+        f"torch.cuda.warnings.{i}"
+        for i, w in enumerate(facts.torch.cuda.warnings)
+        if any(n in w for n in needles)
+    )
+
+
+def compat_lib_path(facts: Facts) -> tuple[str, ...]:
+    """``torch.libs.loaded.N`` of the forward-compatibility libcuda torch loaded, if any."""
+    lib = compat_libcuda(facts)
+    return (f"torch.libs.loaded.{facts.torch.libs.loaded.index(lib)}",) if lib else ()
+
+
+def drop_compat_fix(facts: Facts, because: tuple[str, ...]) -> Remedy:
+    """Drop the compat directory from LD_LIBRARY_PATH, where that is how it got in; otherwise
+    the image's loader configuration put it there and no variable is touched."""
     bad = compat_dirs(facts)
-    keep = [d for d in facts.env.get("LD_LIBRARY_PATH", "").split(":") if d and d not in bad]
-    cmd = f"export LD_LIBRARY_PATH={':'.join(keep)}" if keep else "unset LD_LIBRARY_PATH"
     max_cuda = facts.nvml.cuda_driver_version
     fits = f"{max_cuda // 1000}.{(max_cuda % 1000) // 10}" if max_cuda else "the driver's CUDA"
-    return Remedy(
+    text = (
         "CUDA forward compatibility (a container's cuda-compat package, /usr/local/cuda/compat) "
-        "works only on data-center GPUs and must match the driver. Drop the compat directory so "
-        f"the driver's own libcuda is used, or use an image built for CUDA ≤ {fits}.",
+        "works only on data-center GPUs and must match the driver."
+    )
+    ev = (*because, *compat_lib_path(facts))
+    if not bad:
+        return Remedy(
+            f"{text} The compat libcuda is found through the image's loader configuration, not "
+            f"LD_LIBRARY_PATH: remove the cuda-compat package, or use an image built for "
+            f"CUDA ≤ {fits}.",
+            evidence=evidence.present(facts.raw, *ev),
+        )
+    keep = [d for d in facts.env.get("LD_LIBRARY_PATH", "").split(":") if d and d not in bad]
+    cmd = f"export LD_LIBRARY_PATH={':'.join(keep)}" if keep else "unset LD_LIBRARY_PATH"
+    return Remedy(
+        f"{text} Drop the compat directory so the driver's own libcuda is used, or use an image "
+        f"built for CUDA ≤ {fits}.",
         (cmd,),
+        evidence.present(facts.raw, "env.LD_LIBRARY_PATH", *ev),
     )
 
 
@@ -66,14 +96,14 @@ def forward_compat_problem(facts: Facts) -> tuple[str, Remedy] | None:
             "CUDA error 804 (forward compatibility was attempted on non supported HW): "
             f"{where or 'a forward-compatibility libcuda'} is loaded on a GPU without forward "
             "compatibility support",
-            drop_compat_fix(facts),
+            drop_compat_fix(facts, warning_paths(facts, ERROR_804)),
         )
     if any(s in warnings for s in ERROR_803) and where:
         return (
             f"CUDA error 803: the forward-compatibility libcuda ({where}, "
             f"{(lib.version if lib else None) or 'version unknown'}) does not match kernel driver "
             f"{kernel_driver(facts) or facts.nvml.driver_version or '?'}",
-            drop_compat_fix(facts),
+            drop_compat_fix(facts, warning_paths(facts, ERROR_803)),
         )
     return None
 
@@ -88,6 +118,12 @@ def nvml_mismatch(facts: Facts) -> tuple[str, Remedy] | None:
     ):
         return None
     kernel = kernel_driver(facts)
+    because = evidence.present(
+        facts.raw,
+        *(("nvml.error",) if any(s in error for s in NVML_MISMATCH) else ()),
+        *warning_paths(facts, ("Driver/library version mismatch",)),
+        "host.nvidia.proc_driver_version",
+    )
     user = next(
         (lib.version for lib in facts.torch.libs.loaded
          if lib.component == "cuda_driver" and lib.version),
@@ -105,5 +141,6 @@ def nvml_mismatch(facts: Facts) -> tuple[str, Remedy] | None:
                 "sudo rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia && sudo modprobe nvidia "
                 "&& sudo modprobe nvidia_uvm",
             ),
+            because,
         ),
     )

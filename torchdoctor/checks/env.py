@@ -11,9 +11,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .. import alloc_conf
+from ..data import alloc_keys, torch_env
 from ..facts_record import Facts, NvmlDevice
 from ..model import Problem, Remedy, Status, Verdict, from_problems
-from .common import Context, nvml_gpus
+from .common import Context, gpu_paths, grounded, nvml_gpus, set_env
 from .host import usable_cpus
 
 ID = "env"
@@ -29,8 +30,9 @@ FINDINGS = {
     "device-order-invalid": "CUDA_DEVICE_ORDER is not a valid value",
     "device-order-mixed-gpus": "mixed GPUs numbered fastest first, unlike nvidia-smi",
     "alloc-conf-invalid": "PYTORCH_ALLOC_CONF or PYTORCH_CUDA_ALLOC_CONF does not parse",
-    "alloc-conf-both-set": "both allocator variables set: the CUDA allocator ignores one",
-    "cuda-alloc-conf-deprecated": "PYTORCH_CUDA_ALLOC_CONF is deprecated for PYTORCH_ALLOC_CONF",
+    "alloc-conf-both-set": "both allocator variables set: the allocator takes only one",
+    "alloc-conf-ignored": "PYTORCH_ALLOC_CONF set, but this torch's CUDA allocator does not read it",
+    "cuda-alloc-conf-deprecated": "this torch warns that PYTORCH_CUDA_ALLOC_CONF is deprecated",
     "launch-blocking": "CUDA_LAUNCH_BLOCKING left on: every kernel launch waits",
     "cpp-stacktraces": "TORCH_SHOW_CPP_STACKTRACES left on",
     "nccl-debug": "NCCL_DEBUG=INFO or TRACE left on",
@@ -99,6 +101,7 @@ def visible_devices(env: dict[str, str], facts: Facts, out: Findings) -> None:
         "List the GPUs this job should use by index (nvidia-smi order with "
         "CUDA_DEVICE_ORDER=PCI_BUS_ID) or UUID, or unset the variable to see them all.",
         ("nvidia-smi -L", "unset CUDA_VISIBLE_DEVICES"),
+        grounded(facts, "env.CUDA_VISIBLE_DEVICES", *gpu_paths(facts, "uuid")),
     )
     status = Status.FAIL if gpus or facts.torch.build.variant == "cuda" else Status.WARN
     var = "CUDA_VISIBLE_DEVICES"
@@ -110,7 +113,9 @@ def visible_devices(env: dict[str, str], facts: Facts, out: Findings) -> None:
         found = _entry_problem(entries, pos, gpus, value)
         if found and found[0] == "visible-devices-several-mig":
             mig = Remedy(
-                "Run one process per MIG instance, each with its own UUID.", ("nvidia-smi -L",)
+                "Run one process per MIG instance, each with its own UUID.",
+                ("nvidia-smi -L",),
+                ("env.CUDA_VISIBLE_DEVICES",),
             )
             out.add(Status.WARN, var, *found, mig)
             return
@@ -126,6 +131,7 @@ def device_order(env: dict[str, str], facts: Facts, out: Findings) -> None:
     fix = Remedy(
         "Number GPUs as nvidia-smi does (PCI bus order) so indices mean the same everywhere.",
         ("export CUDA_DEVICE_ORDER=PCI_BUS_ID",),
+        grounded(facts, "env.CUDA_DEVICE_ORDER", *gpu_paths(facts, "name")),
     )
     if order not in (None, "PCI_BUS_ID", "FASTEST_FIRST"):
         out.add(
@@ -148,50 +154,135 @@ def device_order(env: dict[str, str], facts: Facts, out: Findings) -> None:
         out.judged["CUDA_DEVICE_ORDER"] = "ok"
 
 
-def allocator(env: dict[str, str], facts: Facts, out: Findings) -> None:
-    new, old = env.get("PYTORCH_ALLOC_CONF"), env.get("PYTORCH_CUDA_ALLOC_CONF")
+ALLOC_VARS = ("PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF")
+
+
+def _version_problems(value: str, version: str | None) -> list[str]:
+    """Keys and value forms the examined torch rejects, though newer releases take them."""
+    out = []
+    for key, raw in alloc_conf.split_pairs(value) or []:
+        row = alloc_keys.KEYS.get(key)
+        if row and alloc_keys.accepts(key, version) is False:
+            out.append(f"{key} is not known to torch {version} (first in {row.since})")
+        elif raw.startswith("[") and alloc_keys.accepts_syntax(key, "list", version) is False:
+            first = alloc_keys.SYNTAX[(key, "list")][0]
+            out.append(f"the [..] form of {key} is not known to torch {version} (first in {first})")
+    return out
+
+
+def _judge_value(env: dict[str, str], facts: Facts, var: str, out: Findings) -> None:
+    """One allocator variable's value: what this torch's parser would reject, and the fix."""
+    value, version = env[var], facts.torch.version
     accelerated = facts.torch.build.variant in ("cuda", "rocm", "xpu")
-    for var, value in (("PYTORCH_ALLOC_CONF", new), ("PYTORCH_CUDA_ALLOC_CONF", old)):
-        if value is None:
-            continue
-        problems = alloc_conf.problems(value)
-        if not problems:
-            out.judged[var] = "ok"
-            continue
-        fixed = alloc_conf.corrected(value)
-        target = "PYTORCH_ALLOC_CONF" if new is None or var == "PYTORCH_ALLOC_CONF" else var
-        cmds = (f"export {target}={fixed}",) if fixed else (f"unset {var}",)
-        out.add(
-            Status.FAIL if accelerated else Status.WARN,
-            var,
-            "alloc-conf-invalid",
-            f"{var}={value!r}: "
-            + "; ".join(p.message for p in problems)
-            + (" — torch raises at the first GPU allocation" if accelerated else ""),
-            Remedy(
-                "Fix the allocator setting (keys and values are case-sensitive; booleans are "
-                "True/False)." + ("" if fixed else " No safe correction is obvious: unset it."),
-                cmds,
-            ),
-        )
-    if old is not None and new is not None:
-        out.add(
-            Status.WARN,
-            "PYTORCH_CUDA_ALLOC_CONF",
-            "alloc-conf-both-set",
-            "both PYTORCH_ALLOC_CONF and PYTORCH_CUDA_ALLOC_CONF are set: the CUDA allocator reads "
-            "PYTORCH_CUDA_ALLOC_CONF and ignores the other",
-            Remedy("Keep one: PYTORCH_ALLOC_CONF.", ("unset PYTORCH_CUDA_ALLOC_CONF",)),
-        )
-    elif old is not None and out.judged.get("PYTORCH_CUDA_ALLOC_CONF") == "ok":
+    found = [p.message for p in alloc_conf.problems(value)] + _version_problems(value, version)
+    if not found:
+        out.judged[var] = "ok"
+        return
+    fixed = alloc_conf.corrected(value)
+    if fixed and _version_problems(fixed, version):
+        fixed = None  # a correction this torch would still reject is no correction
+    cmds = (f"export {var}={fixed}",) if fixed else (f"unset {var}",)
+    newer = (
+        " (or upgrade torch to a release that knows it)"
+        if _version_problems(value, version)
+        else ""
+    )
+    out.add(
+        Status.FAIL if accelerated else Status.WARN,
+        var,
+        "alloc-conf-invalid",
+        f"{var}={value!r}: "
+        + "; ".join(found)
+        + (" — torch raises at the first GPU allocation" if accelerated else ""),
+        Remedy(
+            "Fix the allocator setting (keys and values are case-sensitive; booleans are "
+            f"True/False){newer}." + ("" if fixed else " No safe correction is obvious: unset it."),
+            cmds,
+            grounded(facts, f"env.{var}", "torch.version"),
+        ),
+    )
+
+
+def _ignored(env: dict[str, str], facts: Facts, out: Findings) -> bool:
+    """PYTORCH_ALLOC_CONF on a torch whose CUDA allocator does not read it (before 2.9 torch
+    does not read it at all; on 2.9.x only PYTORCH_CUDA_ALLOC_CONF reaches CUDA, pytorch#183387)."""
+    value, version = env.get("PYTORCH_ALLOC_CONF"), facts.torch.version
+    if value is None or facts.torch.build.variant != "cuda":
+        return False
+    if alloc_keys.cuda_allocator_reads("PYTORCH_ALLOC_CONF", version) is not False:
+        return False
+    read = torch_env.reads("PYTORCH_ALLOC_CONF", version)
+    why = (
+        "does not read it at all (first read in 2.9)"
+        if read is False
+        else "reads it, but its CUDA allocator takes settings only from PYTORCH_CUDA_ALLOC_CONF "
+        "(pytorch#183387; fixed by 2.11)"
+    )
+    cmds = ("unset PYTORCH_ALLOC_CONF",)
+    if "PYTORCH_CUDA_ALLOC_CONF" not in env:
+        cmds = (set_env(facts, "PYTORCH_CUDA_ALLOC_CONF", value), *cmds)
+    out.add(
+        Status.WARN,
+        "PYTORCH_ALLOC_CONF",
+        "alloc-conf-ignored",
+        f"PYTORCH_ALLOC_CONF={value!r} is ignored by this torch ({version}): it {why}",
+        Remedy(
+            "Give the setting to the variable this torch reads (the value stays the same), or "
+            "upgrade torch to 2.11 or later, which reads PYTORCH_ALLOC_CONF.",
+            cmds,
+            grounded(facts, "env.PYTORCH_ALLOC_CONF", "torch.version", "torch.build.variant"),
+        ),
+    )
+    return True
+
+
+def _both_set(env: dict[str, str], facts: Facts, out: Findings) -> None:
+    version = facts.torch.version
+    keep = (
+        "PYTORCH_ALLOC_CONF"
+        if alloc_keys.cuda_allocator_reads("PYTORCH_ALLOC_CONF", version)
+        else "PYTORCH_CUDA_ALLOC_CONF"
+    )
+    drop = next(v for v in ALLOC_VARS if v != keep)
+    out.add(
+        Status.WARN,
+        "PYTORCH_CUDA_ALLOC_CONF",
+        "alloc-conf-both-set",
+        "both PYTORCH_ALLOC_CONF and PYTORCH_CUDA_ALLOC_CONF are set: the allocator takes one of "
+        f"them, and which one depends on the release; torch {version} should get {keep}",
+        Remedy(
+            f"Keep one: {keep}.",
+            (f"unset {drop}",),
+            grounded(facts, f"env.{keep}", f"env.{drop}", "torch.version"),
+        ),
+    )
+
+
+def allocator(env: dict[str, str], facts: Facts, out: Findings) -> None:
+    """Both allocator variables judged against the examined release (data/alloc_keys.py)."""
+    for var in ALLOC_VARS:
+        if var in env:
+            _judge_value(env, facts, var, out)
+    if _ignored(env, facts, out):
+        return
+    old, version = env.get("PYTORCH_CUDA_ALLOC_CONF"), facts.torch.version
+    if old is not None and "PYTORCH_ALLOC_CONF" in env:
+        _both_set(env, facts, out)
+    elif (
+        old is not None
+        and out.judged.get("PYTORCH_CUDA_ALLOC_CONF") == "ok"
+        and alloc_keys.warns_deprecated(version)
+    ):
         out.add(
             Status.WARN,
             "PYTORCH_CUDA_ALLOC_CONF",
             "cuda-alloc-conf-deprecated",
-            "PYTORCH_CUDA_ALLOC_CONF is deprecated (torch 2.9+) in favour of PYTORCH_ALLOC_CONF",
+            f"torch {version} warns that PYTORCH_CUDA_ALLOC_CONF is deprecated in favour of "
+            "PYTORCH_ALLOC_CONF (2.9 to 2.11 print it; from 2.12 the old name is a plain alias)",
             Remedy(
                 "Rename the variable; the value stays the same.",
-                (f"export PYTORCH_ALLOC_CONF={old}", "unset PYTORCH_CUDA_ALLOC_CONF"),
+                (set_env(facts, "PYTORCH_ALLOC_CONF", old), "unset PYTORCH_CUDA_ALLOC_CONF"),
+                grounded(facts, "env.PYTORCH_CUDA_ALLOC_CONF", "torch.version"),
             ),
         )
 
@@ -233,7 +324,11 @@ def debug_switches(env: dict[str, str], out: Findings) -> None:
                 var,
                 code,
                 f"{var}={value} left on: {why}",
-                Remedy(f"Unset {var} unless you are debugging right now.", (f"unset {var}",)),
+                Remedy(
+                    f"Unset {var} unless you are debugging right now.",
+                    (f"unset {var}",),
+                    (f"env.{var}",),
+                ),
             )
         else:
             out.judged[var] = "ok"
@@ -249,6 +344,13 @@ def thread_counts(env: dict[str, str], facts: Facts, out: Findings) -> None:
         fix = Remedy(
             f"Set {var} to a whole number no larger than the CPUs this process may use.",
             (f"export {var}={usable or 1}",),
+            grounded(
+                facts,
+                f"env.{var}",
+                "host.cpu_affinity_count",
+                "host.cgroup.cpu_quota",
+                "host.cpu_count_logical",
+            ),
         )
         if n is None or n == 0:
             why = f"{var}={value!r} is not a positive whole number (ignored)"
@@ -275,7 +377,11 @@ def mps_vars(env: dict[str, str], facts: Facts, out: Findings) -> None:
                 "PYTORCH_ENABLE_MPS_FALLBACK",
                 "mps-fallback-invalid",
                 f"PYTORCH_ENABLE_MPS_FALLBACK={fallback!r}: only 1 enables the CPU fallback",
-                Remedy("Use 1 to enable it.", ("export PYTORCH_ENABLE_MPS_FALLBACK=1",)),
+                Remedy(
+                    "Use 1 to enable it.",
+                    ("export PYTORCH_ENABLE_MPS_FALLBACK=1",),
+                    grounded(facts, "env.PYTORCH_ENABLE_MPS_FALLBACK", "platform.system"),
+                ),
             )
         else:
             out.judged["PYTORCH_ENABLE_MPS_FALLBACK"] = "ok" if mac else "no effect (not macOS)"
@@ -288,6 +394,7 @@ def mps_vars(env: dict[str, str], facts: Facts, out: Findings) -> None:
         fix = Remedy(
             "Leave the limit at its default unless MPS runs out of memory.",
             ("unset PYTORCH_MPS_HIGH_WATERMARK_RATIO",),
+            grounded(facts, "env.PYTORCH_MPS_HIGH_WATERMARK_RATIO", "platform.system"),
         )
         if value is None or value < 0:
             out.add(
@@ -325,6 +432,7 @@ def hsa_override(env: dict[str, str], facts: Facts, out: Findings) -> None:
             Remedy(
                 "Use the gfx target's version, e.g. 10.3.0 for gfx1030.",
                 ("export HSA_OVERRIDE_GFX_VERSION=10.3.0",),
+                ("env.HSA_OVERRIDE_GFX_VERSION",),
             ),
         )
     elif facts.torch.build.variant != "rocm":
