@@ -154,6 +154,7 @@ def test_preloaded_cudart_and_a_drifted_nccl_wheel_are_two_findings_failure_firs
     f["packages"]["nvidia_wheels"]["nvidia-nccl-cu13"] = "2.26.2"
     path = "/usr/local/cuda/lib64/libcudart.so.13"
     f["torch"]["libs"]["ld_preload"] = [{"path": path, "component": "cudart"}]
+    f["env"]["LD_PRELOAD"] = path
     lib = next(x for x in f["torch"]["libs"]["loaded"] if x["component"] == "cudart")
     lib.update(path=path, origin="system", wheel=None)
     report = engine.diagnose(f, Context(), engine.select(["torch.libs"]))
@@ -164,6 +165,13 @@ def test_preloaded_cudart_and_a_drifted_nccl_wheel_are_two_findings_failure_firs
     assert found["torch.libs.ld-preload"].level == "error"
     assert found["torch.libs.nvidia-wheel-version"].level == "warning"
     assert "unset LD_PRELOAD" in found["torch.libs.ld-preload"].remedies[0]["commands"]
+    # Preloaded through /etc/ld.so.preload, not LD_PRELOAD: never `unset LD_PRELOAD` (issue 25).
+    del f["env"]["LD_PRELOAD"]
+    report = engine.diagnose(f, Context(), engine.select(["torch.libs"]))
+    preload = next(x for x in report.all_findings() if x.id == "torch.libs.ld-preload")
+    assert not any("unset LD_PRELOAD" in c for r in preload.remedies for c in r["commands"])
+    assert "/etc/ld.so.preload" in preload.remedies[0]["text"]
+    f["env"]["LD_PRELOAD"] = path
     assert (
         "nvidia-nccl-cu13==2.27.7"
         in found["torch.libs.nvidia-wheel-version"].remedies[0]["commands"][0]

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 from types import ModuleType
 
-from . import __version__, externally_managed, facts_record
+from . import __version__, evidence, externally_managed, facts_record, remedy_audit
 from .checks import ALL
 from .checks.common import Context, not_in_report
 from .facts import Facts
@@ -23,7 +23,21 @@ NO_FIX = Remedy(
 )
 
 
-def _within_expectation(module: ModuleType, ctx: Context, v: Verdict) -> Verdict:
+def _no_fix(facts: Record, module: ModuleType) -> Remedy:
+    """NO_FIX rests on the facts the check judged (its NEEDS), else on the facts' provenance."""
+    needs = evidence.present(facts.raw, *getattr(module, "NEEDS", ()))
+    return replace(NO_FIX, evidence=needs or evidence.present(facts.raw, "collected"))
+
+
+def _offered(facts: Record, remedies: list[Remedy]) -> list[Remedy]:
+    """Only remedies grounded in these facts (issue 25): evidence that resolves, and no command
+    that unsets a variable that is not set."""
+    return [r for r in remedies if remedy_audit.offerable(facts.raw, r)]
+
+
+def _within_expectation(
+    module: ModuleType, ctx: Context, v: Verdict, facts: Record | None = None
+) -> Verdict:
     """Severity follows --expect: a CUDA problem on a job that expects the CPU is worth knowing,
     not worth failing the job for."""
     accel = getattr(module, "ACCELERATOR", None)
@@ -35,8 +49,10 @@ def _within_expectation(module: ModuleType, ctx: Context, v: Verdict) -> Verdict
                 p.status = Status.WARN
                 p.message += f" (not required with --expect {ctx.expect})"
     for part in (v, *v.problems):  # the report contract: every warn/fail carries a remedy
+        if facts is not None:
+            part.remedies = _offered(facts, part.remedies)
         if part.status in (Status.WARN, Status.FAIL) and not part.remedies:
-            part.remedies = [NO_FIX]
+            part.remedies = [_no_fix(facts, module) if facts is not None else NO_FIX]
     return v
 
 
@@ -75,7 +91,7 @@ def run_check(module: ModuleType, facts: Record | Facts, ctx: Context) -> CheckR
     try:
         # A pasted report carries only some facts: checks judging others skip, never guess.
         v = not_in_report(facts, getattr(module, "NEEDS", None)) or _within_expectation(
-            module, ctx, module.check(facts, ctx)
+            module, ctx, module.check(facts, ctx), facts
         )
         for p in v.problems:  # each problem's fixes end with a verify step
             p.remedies = _adapted(facts, module.ID, p.remedies)
@@ -90,7 +106,13 @@ def run_check(module: ModuleType, facts: Record | Facts, ctx: Context) -> CheckR
             Status.ERROR,
             f"the check itself failed: {type(exc).__name__}: {exc}",
             {"traceback": traceback.format_exc(limit=8)},
-            [Remedy("This is a torchdoctor bug; please report it with `--dump-facts facts.json`.")],
+            [
+                Remedy(
+                    "This is a torchdoctor bug; please report it with `--dump-facts facts.json`.",
+                    evidence=evidence.present(facts.raw, "collected.torchdoctor_version")
+                    or evidence.present(facts.raw, "collected"),
+                )
+            ],
         )
     result.duration_s = time.perf_counter() - t0
     return result

@@ -36,6 +36,7 @@ def _in_venv(remedy: Remedy, facts: Facts, marker: str) -> Remedy:
         f"environment instead and run your code with {VENV}/bin/python (or activate it); for a "
         "command-line application, `pipx install APP` makes such an environment for you.",
         (*setup, *kept),
+        (*remedy.evidence, "platform.externally_managed"),
     )
 
 

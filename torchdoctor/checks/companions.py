@@ -12,7 +12,7 @@ from .. import requirements
 from ..data import compat
 from ..facts_record import Distribution, Facts
 from ..model import Problem, Remedy, Status
-from .common import current_variant, python_cmd, torch_version_of
+from .common import current_variant, grounded, python_cmd, torch_version_of, torch_version_path
 
 PACKAGES = ("torchvision", "torchaudio", "torchtext", "triton", "xformers")
 # What torch.install reports for a companion, by its first reason (torch.install.<code>).
@@ -106,12 +106,18 @@ def _fix(facts: Facts, pkg: str, torch_version: str) -> Remedy:
         return Remedy(
             "Install the triton release torch pins (PyPI).",
             (f"{pip} install --force-reinstall --no-deps {spec}",),
+            evidence=grounded(
+                facts, f"packages.distributions.{pkg}.version", torch_version_path(facts)
+            ),
         )
     if pkg == "xformers":
         # xformers pins torch exactly: with torch pinned, pip picks the xformers built for it.
         return Remedy(
             f"Install the xformers built for torch {public}, from torch's index, keeping torch.",
             (f"{pip} install 'torch=={public}' xformers {index}".rstrip(),),
+            evidence=grounded(
+                facts, f"packages.distributions.{pkg}.version", torch_version_path(facts)
+            ),
         )
     exact = compat.companion_version(pkg, torch_version)
     if not exact:
@@ -119,12 +125,18 @@ def _fix(facts: Facts, pkg: str, torch_version: str) -> Remedy:
             f"No {pkg} release is built for torch {public}: remove it, or move torch to a release "
             f"that has one.",
             (f"{pip} uninstall -y {pkg}",),
+            evidence=grounded(
+                facts, f"packages.distributions.{pkg}.version", torch_version_path(facts)
+            ),
         )
     tag = f"+{variant}" if variant and compat.index_args(minor, variant)[1] else ""
     return Remedy(
         f"Reinstall {pkg} {exact}, the build for torch {public}, from the same index as torch "
         "(--no-deps leaves torch as it is).",
         (f"{pip} install --force-reinstall --no-deps '{pkg}=={exact}{tag}' {index}".rstrip(),),
+        evidence=grounded(
+            facts, f"packages.distributions.{pkg}.version", torch_version_path(facts)
+        ),
     )
 
 

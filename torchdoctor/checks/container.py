@@ -6,7 +6,7 @@ import re
 
 from ..facts_record import Container, Facts
 from ..model import Problem, Remedy, Status, Verdict, from_problems, verdict
-from .common import Context, nvml_gpus, pinned_family, python_cmd, reinstall_torch
+from .common import Context, grounded, nvml_gpus, pinned_family, python_cmd, reinstall_torch
 
 ID = "container"
 TITLE = "Container: shared memory and GPU passthrough"
@@ -77,24 +77,29 @@ def _shm_remedies(c: Container, limit: int | None) -> list[Remedy]:
     # the rest of that command line.
     docker = Remedy(
         f"Give the container a bigger /dev/shm: add `--shm-size={size}` (its pages count against "
-        f"the container's memory limit) or `--ipc=host` to its `docker run`. Compose: `shm_size: {size}`."
+        f"the container's memory limit) or `--ipc=host` to its `docker run`. Compose: `shm_size: {size}`.",
+        evidence=("container.detected",),
     )
     podman = Remedy(
-        f"Give the container a bigger /dev/shm: add `--shm-size={size}` or `--ipc=host` to its `podman run`."
+        f"Give the container a bigger /dev/shm: add `--shm-size={size}` or `--ipc=host` to its `podman run`.",
+        evidence=("container.detected",),
     )
     k8s_size = f"{size[:-1]}Gi" if size.endswith("g") else f"{size[:-1]}Mi"
     k8s = Remedy(
         "In the pod spec, mount a memory-backed emptyDir at /dev/shm: "
         f"volumes: [{{name: dshm, emptyDir: {{medium: Memory, sizeLimit: {k8s_size}}}}}] and, "
-        "in the container, volumeMounts: [{name: dshm, mountPath: /dev/shm}]."
+        "in the container, volumeMounts: [{name: dshm, mountPath: /dev/shm}].",
+        evidence=("container.detected",),
     )
     host = Remedy(
         "Enlarge the tmpfs on /dev/shm (make it permanent in /etc/fstab).",
         (f"sudo mount -o remount,size={size.upper()} /dev/shm",),
+        evidence=("container.detected",),
     )
     workaround = Remedy(
         "Meanwhile, DataLoader(num_workers=0) avoids shared memory, and "
-        "torch.multiprocessing.set_sharing_strategy('file_system') moves it to files."
+        "torch.multiprocessing.set_sharing_strategy('file_system') moves it to files.",
+        evidence=("container.detected",),
     )
     by_kind = {"docker": [docker], "podman": [podman], "kubernetes": [k8s], "host": [host]}
     return [*by_kind.get(kind, [docker, podman, k8s]), workaround]
@@ -119,16 +124,22 @@ def _gpu_remedies(c: Container) -> list[Remedy]:
             "sudo apt-get install -y nvidia-container-toolkit",
             "sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker",
         ),
+        evidence=("container.detected",),
     )
-    docker = Remedy("Start the container with GPU access: add `--gpus all` to its `docker run`.")
+    docker = Remedy(
+        "Start the container with GPU access: add `--gpus all` to its `docker run`.",
+        evidence=("container.detected",),
+    )
     podman = Remedy(
         "Podman reaches GPUs through CDI: generate the spec once on the host, then add "
         "`--device nvidia.com/gpu=all` to the `podman run`.",
         ("sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml",),
+        evidence=("container.detected",),
     )
     k8s = Remedy(
         "Request a GPU in the pod spec (resources: limits: nvidia.com/gpu: 1); the NVIDIA device "
-        "plugin or GPU Operator must run on the node."
+        "plugin or GPU Operator must run on the node.",
+        evidence=("container.detected",),
     )
     by_kind = {"docker": [docker, toolkit], "podman": [podman], "kubernetes": [k8s]}
     return by_kind.get(c.kind or "", [docker, toolkit, podman, k8s])
@@ -152,13 +163,29 @@ def _cpu_wheel_remedies(facts: Facts) -> list[Remedy]:
             Remedy(
                 "Then remove the CUDA-only packages the CUDA build pulled in.",
                 (f"{python_cmd(facts)} uninstall -y {' '.join(extras)}",),
+                evidence=grounded(
+                    facts,
+                    "container.detected",
+                    "container.kind",
+                    "container.shm",
+                    "container.nvidia",
+                    "container.evidence",
+                ),
             )
         )
     remedies.append(
         Remedy(
             "In the image itself, install torch from the CPU index (see Dockerfile.cpu in "
             f"torchdoctor): `RUN pip install {' '.join(pinned_family(facts))} "
-            "--index-url https://download.pytorch.org/whl/cpu`."
+            "--index-url https://download.pytorch.org/whl/cpu`.",
+            evidence=grounded(
+                facts,
+                "container.detected",
+                "container.kind",
+                "container.shm",
+                "container.nvidia",
+                "container.evidence",
+            ),
         )
     )
     return remedies
@@ -180,7 +207,15 @@ def _judge_gpu(c: Container, facts: Facts, ctx: Context) -> Problem | None:
                 why = f"NVIDIA_VISIBLE_DEVICES={nvd!r} tells the NVIDIA runtime to give it none"
                 fix = Remedy(
                     "Unset the variable (or set it to `all`) and start the container with GPUs: "
-                    "`docker run --gpus all -e NVIDIA_VISIBLE_DEVICES=all …`."
+                    "`docker run --gpus all -e NVIDIA_VISIBLE_DEVICES=all …`.",
+                    evidence=grounded(
+                        facts,
+                        "container.detected",
+                        "container.kind",
+                        "container.shm",
+                        "container.nvidia",
+                        "container.evidence",
+                    ),
                 )
                 why = f"CUDA build of torch, but no GPU reached this container: {why}"
                 return Problem("gpu-hidden", bad, why, [fix])
@@ -214,7 +249,15 @@ def _judge_gpu(c: Container, facts: Facts, ctx: Context) -> Problem | None:
                 Remedy(
                     "Ask the NVIDIA runtime for the compute (CUDA) and utility (nvidia-smi, NVML) "
                     "driver libraries: `docker run --gpus all -e "
-                    "NVIDIA_DRIVER_CAPABILITIES=compute,utility …`."
+                    "NVIDIA_DRIVER_CAPABILITIES=compute,utility …`.",
+                    evidence=grounded(
+                        facts,
+                        "container.detected",
+                        "container.kind",
+                        "container.shm",
+                        "container.nvidia",
+                        "container.evidence",
+                    ),
                 ),
                 *_gpu_remedies(c)[1:2],
             ],

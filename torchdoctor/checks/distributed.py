@@ -7,6 +7,7 @@ from ..model import Problem, Remedy, Status, Verdict, from_problems, verdict
 from .common import (
     Context,
     current_variant,
+    grounded,
     nvml_gpus,
     reinstall_torch,
     torch_ok,
@@ -34,7 +35,8 @@ def _not_built(gpus: int) -> Problem:
             Remedy(
                 "Install an official torch wheel (every Linux and Windows wheel from "
                 "download.pytorch.org is built with torch.distributed), not a minimal or "
-                "custom build."
+                "custom build.",
+                evidence=("torch.build.distributed",),
             )
         ],
     )
@@ -46,9 +48,22 @@ def _no_nccl(facts: Facts) -> Problem:
     fix = (
         reinstall_torch(facts, variant, why)
         if variant and variant.startswith("cu")
-        else Remedy(f"{why} Install one from https://pytorch.org/get-started/locally/.")
+        else Remedy(
+            f"{why} Install one from https://pytorch.org/get-started/locally/.",
+            evidence=grounded(
+                facts,
+                "torch.build.distributed",
+                "torch.build.nccl_available",
+                "torch.build.variant",
+            ),
+        )
     )
-    gloo = Remedy("Meanwhile, init_process_group(backend='gloo') works, far slower on GPUs.")
+    gloo = Remedy(
+        "Meanwhile, init_process_group(backend='gloo') works, far slower on GPUs.",
+        evidence=grounded(
+            facts, "torch.build.distributed", "torch.build.nccl_available", "torch.build.variant"
+        ),
+    )
     message = (
         "a CUDA build of torch without NCCL: init_process_group('nccl') fails with "
         '"Distributed package doesn\'t have NCCL built in"'

@@ -17,10 +17,13 @@ from ..model import Problem, Remedy, Status, Verdict, from_problems, verdict
 from .common import (
     Context,
     gpu_capabilities,
+    gpu_paths,
+    grounded,
     install_wheel,
     python_cmd,
     torch_ok,
     torch_unavailable,
+    wheel_evidence,
 )
 
 ID = "extensions"
@@ -59,13 +62,20 @@ def compiler_problems(tc: Toolchain, facts: Facts) -> list[Problem]:
                     Remedy(
                         "Install a C++ compiler (or point CXX at one).",
                         ("xcode-select --install",) if mac else ("sudo apt-get install -y g++",),
+                        grounded(
+                            facts, "toolchain.cxx.path", "toolchain.cxx.ok", "toolchain.cxx.name"
+                        ),
                     )
                 ],
             )
         )
     if not tc.ninja.path:
         why = "ninja is missing: torch.utils.cpp_extension.load() refuses to build"
-        fix = Remedy("Install ninja.", (f"{python_cmd(facts)} install ninja",))
+        fix = Remedy(
+            "Install ninja.",
+            (f"{python_cmd(facts)} install ninja",),
+            grounded(facts, "toolchain.ninja.path", "toolchain.ninja.exists", "toolchain.ninja"),
+        )
         found.append(Problem("no-ninja", Status.WARN, why, [fix]))
     return found
 
@@ -131,6 +141,15 @@ def arch_list_problem(facts: Facts) -> Problem | None:
             Remedy(
                 "Build for the GPUs that will run the extension.",
                 (f'export TORCH_CUDA_ARCH_LIST="{want}"',),
+                grounded(
+                    facts,
+                    "env.TORCH_CUDA_ARCH_LIST",
+                    *(
+                        f"torch.cuda.devices.{i}.capability"
+                        for i in range(len(facts.torch.cuda.devices))
+                    ),
+                    *(() if facts.torch.cuda.devices else gpu_paths(facts)),
+                ),
             )
         ],
     )
@@ -152,17 +171,20 @@ def nvcc_mismatch(tc: Toolchain, facts: Facts) -> Problem | None:
             f"sudo apt-get install -y cuda-toolkit-{t.replace('.', '-')}",
         )
     )
+    because = grounded(facts, "toolchain.nvcc.release", "torch.build.cuda")
+    kits = [f"toolchain.toolkits.{i}.path" for i, k in enumerate(tc.toolkits) if k.path == kit]
     remedies = [
         Remedy(
             f"Build with a CUDA {t} toolkit, the one torch was compiled with (conda, or "
             "NVIDIA's apt repository on Debian/Ubuntu).",
             cmds,
+            (*because, *grounded(facts, *kits)),
         )
     ]
     choice = variant_for_nvcc(facts, nvcc)
     if choice and nvcc[0] != torch_cuda[0]:
         why = f"Or install a torch built for CUDA {nvcc[0]}.x, which nvcc {n} can build for."
-        remedies.append(install_wheel(facts, choice, why))
+        remedies.append(install_wheel(facts, choice, why, (*because, *wheel_evidence(facts))))
     message = f"nvcc {n} ({tc.cuda_home.path}) but torch was built with CUDA {t}"
     if nvcc[0] != torch_cuda[0]:
         why = message + ": extension builds fail (major versions differ)"
@@ -185,6 +207,7 @@ def headers_missing(tc: Toolchain, facts: Facts) -> Problem | None:
             Remedy(
                 "Point CUDA_HOME at the toolkit itself.",
                 (f"export CUDA_HOME={kit or '/usr/local/cuda'}",),
+                grounded(facts, "toolchain.cuda_home.path", "toolchain.cuda_home.has_headers"),
             )
         ],
     )
@@ -226,11 +249,22 @@ def _cpu_build(tc: Toolchain, facts: Facts, ctx: Context, details: dict[str, Any
         mm = _mm(nvcc)
         choice = variant_for_nvcc(facts, mm) if mm else None
         fix = (
-            install_wheel(facts, choice, f"Install the torch built for CUDA {nvcc}.")
+            install_wheel(
+                facts,
+                choice,
+                f"Install the torch built for CUDA {nvcc}.",
+                (
+                    *grounded(facts, "toolchain.nvcc.release", "torch.build.variant"),
+                    *wheel_evidence(facts),
+                ),
+            )
             if choice
             else Remedy(
                 f"No wheel of this torch release for CUDA {nvcc} runs on this driver and these "
-                "GPUs: install the CUDA build that cuda.available names, and a matching toolkit."
+                "GPUs: install the CUDA build that cuda.available names, and a matching toolkit.",
+                evidence=grounded(
+                    facts, "toolchain.nvcc.release", "torch.build.variant", "nvml.driver_version"
+                ),
             )
         )
         problems.append(Problem("toolkit-cpu-torch", Status.WARN, summary, [fix]))

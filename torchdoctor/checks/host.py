@@ -43,6 +43,7 @@ def _oversubscribed(threads: int, usable: int, workers: int | None) -> Problem:
                 f"in the program; cap DataLoader num_workers at {workers}: each worker is a "
                 f"process with its own threads, all sharing the same quota.",
                 (f"export OMP_NUM_THREADS={usable}",),
+                evidence=("torch.build.num_threads", "host.cpu_count_logical"),
             )
         ],
     )
@@ -64,12 +65,18 @@ def _memory(host: Host) -> Problem | None:
             [
                 Remedy(
                     "Size batches and caches to the container's limit, not the host's RAM; "
-                    "exceeding it kills the process (exit 137)."
+                    "exceeding it kills the process (exit 137).",
+                    evidence=("host.cgroup.memory_limit_bytes",),
                 )
             ],
         )
     why = f"only {available / GIB:.2f} GiB RAM available"
-    return Problem("memory-low", Status.WARN, why, [Remedy("Free memory or use smaller batches.")])
+    return Problem(
+        "memory-low",
+        Status.WARN,
+        why,
+        [Remedy("Free memory or use smaller batches.", evidence=("host.memory_available_bytes",))],
+    )
 
 
 def _summary(host: Host, usable: int | None, threads: int | None, workers: int | None) -> str:

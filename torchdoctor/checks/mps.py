@@ -9,6 +9,7 @@ from ..facts_record import Facts
 from ..model import Remedy, Status, Verdict, verdict
 from .common import (
     Context,
+    grounded,
     not_in_report,
     pinned_family,
     probe_stuck,
@@ -47,7 +48,9 @@ def _off_macos(system: str | None, ctx: Context) -> Verdict:
         status,
         f"MPS exists only on macOS (this is {system or 'unknown'})",
         {},
-        [Remedy("MPS needs a Mac with Apple Silicon.")] if status == Status.FAIL else [],
+        [Remedy("MPS needs a Mac with Apple Silicon.", evidence=("platform.system",))]
+        if status == Status.FAIL
+        else [],
     )
 
 
@@ -58,7 +61,20 @@ def _too_old(facts: Facts, details: dict[str, Any], bad: Status) -> Verdict | No
             bad,
             "Python runs under Rosetta (x86_64): MPS is unavailable",
             details,
-            [Remedy("Install an arm64 Python and recreate the environment.")],
+            [
+                Remedy(
+                    "Install an arm64 Python and recreate the environment.",
+                    evidence=grounded(
+                        facts,
+                        "platform.system",
+                        "platform.machine",
+                        "platform.mac_ver",
+                        "platform.rosetta",
+                        "torch.version",
+                        "torch.mps",
+                    ),
+                )
+            ],
         )
     version = facts.torch.version
     floor = min_macos(version)
@@ -67,17 +83,53 @@ def _too_old(facts: Facts, details: dict[str, Any], bad: Status) -> Verdict | No
             bad,
             f"torch {version} predates MPS (added in torch 1.12)",
             details,
-            [Remedy("Upgrade torch to use the GPU of an Apple Silicon Mac.")],
+            [
+                Remedy(
+                    "Upgrade torch to use the GPU of an Apple Silicon Mac.",
+                    evidence=grounded(
+                        facts,
+                        "platform.system",
+                        "platform.machine",
+                        "platform.mac_ver",
+                        "platform.rosetta",
+                        "torch.version",
+                        "torch.mps",
+                    ),
+                )
+            ],
         )
     mac = facts.platform.mac_ver or ""
     macv = tuple(int(x) for x in mac.split(".")[:2] if x.isdigit())
     if macv and macv < floor and not facts.torch.mps.available:
-        fixes = [Remedy("Upgrade macOS.", ("softwareupdate --list",))]
+        fixes = [
+            Remedy(
+                "Upgrade macOS.",
+                ("softwareupdate --list",),
+                evidence=grounded(
+                    facts,
+                    "platform.system",
+                    "platform.machine",
+                    "platform.mac_ver",
+                    "platform.rosetta",
+                    "torch.version",
+                    "torch.mps",
+                ),
+            )
+        ]
         if macv >= OLD_MIN_MACOS:
             fixes.append(
                 Remedy(
                     "Or keep this macOS with torch 2.5, the last release whose MPS needs only 12.3.",
                     (f"{python_cmd(facts)} install {quote(facts, 'torch==2.5.*')}",),
+                    evidence=grounded(
+                        facts,
+                        "platform.system",
+                        "platform.machine",
+                        "platform.mac_ver",
+                        "platform.rosetta",
+                        "torch.version",
+                        "torch.mps",
+                    ),
                 )
             )
         return verdict(
@@ -103,6 +155,15 @@ def _backend(facts: Facts, details: dict[str, Any], bad: Status) -> Verdict:
                     (
                         f"{python_cmd(facts)} install --force-reinstall {' '.join(pinned_family(facts))}",
                     ),
+                    evidence=grounded(
+                        facts,
+                        "platform.system",
+                        "platform.machine",
+                        "platform.mac_ver",
+                        "platform.rosetta",
+                        "torch.version",
+                        "torch.mps",
+                    ),
                 )
             ],
         )
@@ -111,7 +172,20 @@ def _backend(facts: Facts, details: dict[str, Any], bad: Status) -> Verdict:
             bad,
             "MPS is built but not available",
             details,
-            [Remedy("MPS needs Apple Silicon and a Metal-capable macOS session.")],
+            [
+                Remedy(
+                    "MPS needs Apple Silicon and a Metal-capable macOS session.",
+                    evidence=grounded(
+                        facts,
+                        "platform.system",
+                        "platform.machine",
+                        "platform.mac_ver",
+                        "platform.rosetta",
+                        "torch.version",
+                        "torch.mps",
+                    ),
+                )
+            ],
         )
     summary = f"MPS available on macOS {mac}"
     if details["fallback"] != "1":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..facts_record import Facts
 from ..model import Remedy
+from .common import grounded
 
 PYTHON_OPTION = "torchdoctor check --python /path/to/env"
 
@@ -27,4 +28,5 @@ def remedy(facts: Facts) -> Remedy | None:
         "another environment, name it with --python (an interpreter, a venv or conda "
         "directory, or a command on PATH).",
         (PYTHON_OPTION,),
+        evidence=grounded(facts, "interpreter.source", "interpreter.candidates"),
     )

@@ -8,7 +8,7 @@ from ..data import compat
 from ..facts_record import Facts, Platform
 from ..model import Problem, Remedy, Status, Verdict, from_problems, verdict
 from ..typed_json import Record
-from .common import Context, current_variant, install_command, python_cmd
+from .common import Context, current_variant, grounded, install_command, python_cmd
 
 ID = "platform"
 TITLE = "Operating system and Python"
@@ -77,7 +77,12 @@ def _blocker(p: Platform, desc: str) -> Problem | None:
             "python-32bit",
             Status.FAIL,
             f"{desc}: PyTorch publishes no 32-bit wheels",
-            [Remedy("Install a 64-bit Python and create the environment with it.")],
+            [
+                Remedy(
+                    "Install a 64-bit Python and create the environment with it.",
+                    evidence=("platform.python_bits",),
+                )
+            ],
         )
     if p.rosetta:
         return Problem(
@@ -89,6 +94,7 @@ def _blocker(p: Platform, desc: str) -> Problem | None:
                     "Install an arm64 (native) Python, e.g. from python.org or `brew` on an arm64 shell, "
                     "and recreate the environment.",
                     ("arch -arm64 /bin/zsh",),
+                    ("platform.rosetta",),
                 )
             ],
         )
@@ -99,7 +105,8 @@ def _blocker(p: Platform, desc: str) -> Problem | None:
             f"{desc}: recent PyTorch releases ship macOS wheels for arm64 only",
             [
                 Remedy(
-                    "On an Intel Mac, stay on the last release with x86_64 wheels (2.2.x) or use Linux."
+                    "On an Intel Mac, stay on the last release with x86_64 wheels (2.2.x) or use Linux.",
+                    evidence=("platform.system", "platform.machine"),
                 )
             ],
         )
@@ -108,7 +115,12 @@ def _blocker(p: Platform, desc: str) -> Problem | None:
             "python-unsupported",
             Status.WARN,
             f"{desc}: recent PyTorch wheels cover Python {lo[0]}.{lo[1]}–{hi[0]}.{hi[1]}",
-            [Remedy(f"Use Python {lo[0]}.{lo[1]}–{hi[0]}.{hi[1]} for this environment.")],
+            [
+                Remedy(
+                    f"Use Python {lo[0]}.{lo[1]}–{hi[0]}.{hi[1]} for this environment.",
+                    evidence=("platform.python_version",),
+                )
+            ],
         )
     return None
 
@@ -157,6 +169,7 @@ def _glibc(facts: Facts) -> Problem | None:
         f"Use a distribution with glibc ≥ {need[0]}.{need[1]} (or a container) for current "
         "torch; on this one, pin the newest torch it can run.",
         (cmd,) if cmd else (),
+        grounded(facts, "platform.glibc"),
     )
     why = f"{text} ('No matching distribution found' for newer ones)"
     return Problem("glibc-old", Status.WARN, why, [fix])
@@ -176,7 +189,10 @@ def _cpu_isa(facts: Facts) -> Problem | None:
         [
             Remedy(
                 "Run on a CPU with AVX2 (in a VM, pass the host CPU model through, e.g. "
-                "`-cpu host`), or build torch from source for this CPU."
+                "`-cpu host`), or build torch from source for this CPU.",
+                evidence=grounded(
+                    facts, "platform.cpu.isa", "host.cpu.flags", "platform.cpu.model"
+                ),
             )
         ],
     )
@@ -197,29 +213,57 @@ def _jetson(facts: Facts) -> Problem | None:
             Remedy(
                 "Install the torch wheel NVIDIA builds for your JetPack release (NVIDIA's 'PyTorch "
                 "for Jetson' page lists the index per JetPack version), or use an l4t-pytorch "
-                "container."
+                "container.",
+                evidence=grounded(facts, "platform.jetson", "torch.build.variant"),
             )
         ],
     )
 
 
 def _conda_and_pip(facts: Facts) -> Problem | None:
-    """conda's pytorch and pip's torch in one environment overwrite each other's files."""
+    """conda's pytorch and pip's torch in one environment overwrite each other's files. The
+    fix names the copy the import does not take (by the version torch reports) and removes that
+    distribution, then reinstalls the one that is imported so its files are whole again."""
     conda = (facts.platform.conda_packages or {}).get("pytorch")
     pip = facts.packages.distributions.get("torch")
     if not conda or not pip:
         return None
+    imported = compat.public_version(facts.torch.version)
+    because = grounded(
+        facts, "platform.conda_packages.pytorch", "packages.distributions.torch.version"
+    )
+    seen = (*because, *grounded(facts, "torch.version", "torch.file"))
+    if imported and imported == compat.public_version(pip.version):
+        fix = Remedy(
+            f"The import takes pip's torch {pip.version} ({facts.torch.file or pip.location}); "
+            f"conda's pytorch {conda} is the stale copy: remove its record without touching "
+            "pip's files, then reinstall pip's torch so any file conda overwrote is restored.",
+            (
+                "conda remove --force pytorch",
+                install_command(facts, current_variant(facts) or "cpu"),
+            ),
+            seen,
+        )
+    elif imported and imported == compat.public_version(conda):
+        fix = Remedy(
+            f"The import takes conda's pytorch {conda}; pip's torch {pip.version} is the stale "
+            "copy: uninstall it with pip, then reinstall conda's so its files are whole again.",
+            (
+                f"{python_cmd(facts)} uninstall -y torch",
+                f"conda install --force-reinstall pytorch={conda}",
+            ),
+            seen,
+        )
+    else:
+        fix = Remedy(
+            "Keep one installer for torch: which copy the import takes could not be told (torch "
+            "did not report a version that matches either), so remove both and install one.",
+            (f"{python_cmd(facts)} uninstall -y torch", "conda remove --force pytorch"),
+            because,
+        )
     return Problem(
         "conda-and-pip",
         Status.WARN,
         f"torch is installed twice: conda's pytorch {conda} and pip's torch {pip.version}",
-        [
-            Remedy(
-                "Keep one installer for torch: remove conda's copy (or pip's) and reinstall the other.",
-                (
-                    "conda remove --force pytorch",
-                    install_command(facts, current_variant(facts) or "cpu"),
-                ),
-            )
-        ],
+        [fix],
     )

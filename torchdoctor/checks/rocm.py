@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..facts_record import CudaDevice, Facts, Nodes
 from ..model import Problem, Remedy, Status, Verdict, from_problems, verdict
-from .common import Context, probe_stuck, torch_ok, torch_unavailable
+from .common import Context, grounded, probe_stuck, torch_ok, torch_unavailable
 
 ID = "rocm"
 TITLE = "ROCm (AMD GPUs)"
@@ -54,6 +54,7 @@ def node_problems(nodes: Nodes, bad: Status) -> list[Problem]:
                     Remedy(
                         "Load the amdgpu driver on the host; in a container pass the devices.",
                         ("sudo modprobe amdgpu", f"docker run {DOCKER_FLAGS} ..."),
+                        evidence=("torch.rocm.nodes",),
                     )
                 ],
             )
@@ -69,6 +70,7 @@ def node_problems(nodes: Nodes, bad: Status) -> list[Problem]:
                     Remedy(
                         f"Add the user to the {node.group} group, then log in again.",
                         (f"sudo usermod -aG {node.group} $USER",),
+                        evidence=("torch.rocm.nodes",),
                     )
                 ],
             )
@@ -87,9 +89,13 @@ def target_problem(device: CudaDevice, targets: list[str], bad: Status) -> Probl
             f"Unofficial but common: make the runtime treat the GPU as {sibling} (same "
             "family). Or install a torch whose ROCm targets include it.",
             (f"export HSA_OVERRIDE_GFX_VERSION={gfx_version(sibling)}",),
+            evidence=("torch.cuda.devices", "torch.build.hip"),
         )
         if sibling
-        else Remedy("Install a ROCm build of torch whose targets include this GPU.")
+        else Remedy(
+            "Install a ROCm build of torch whose targets include this GPU.",
+            evidence=("torch.cuda.devices", "torch.build.hip"),
+        )
     )
     return Problem(
         "gfx-unsupported",
@@ -125,7 +131,17 @@ def check(facts: Facts, ctx: Context) -> Verdict:
     problems = [p for p in found if p]
     if not devices and not problems:
         why = "ROCm build, but torch sees no AMD GPU"
-        fix = Remedy("Check that the GPU is visible to ROCm.", ("rocminfo", "rocm-smi"))
+        fix = Remedy(
+            "Check that the GPU is visible to ROCm.",
+            ("rocminfo", "rocm-smi"),
+            evidence=grounded(
+                facts,
+                "torch.rocm",
+                "torch.build.hip",
+                "torch.build.variant",
+                "env.HSA_OVERRIDE_GFX_VERSION",
+            ),
+        )
         problems.append(Problem("no-gpu", bad, why, [fix]))
     names = ", ".join(f"{d.name} ({d.gcn_arch_name})" for d in devices)
     note = f"; HSA_OVERRIDE_GFX_VERSION={override} in effect (unofficial)" if override else ""

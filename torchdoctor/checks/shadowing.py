@@ -47,6 +47,7 @@ def _finding(shadow: Shadow, torch_found: bool) -> Problem:
         f"Rename {path} (and the imports of it in your own code), so that `import torch` "
         "finds the real torch.",
         (f"mv {shlex.quote(path)} {shlex.quote(_renamed(path, kind))}",),
+        evidence=("platform.torch_shadows",),
     )
     code = kind if kind in FINDINGS else "module"
     return Problem(code, Status.FAIL, f"the {what} {path} {where} hides torch: {effect}", [rename])

@@ -7,7 +7,7 @@ from typing import TypeVar
 
 from ..facts_record import Compute, Facts, Memory, SmokeDevice, SmokeFailure, Transfer
 from ..model import Remedy, Status, Verdict, verdict
-from .common import Context, pinned_family, python_cmd
+from .common import Context, grounded, pinned_family, python_cmd
 
 Part = TypeVar("Part", Compute, Transfer, Memory)
 
@@ -28,7 +28,14 @@ def not_run(facts: Facts, ctx: Context) -> Verdict | None:
             Status.ERROR,
             f"the smoke test did not start: {smoke.reason or 'unknown reason'}",
             {"smoke": smoke.raw},
-            [Remedy("Fix the problem the other checks report first, then re-run.")],
+            [
+                Remedy(
+                    "Fix the problem the other checks report first, then re-run.",
+                    evidence=grounded(
+                        facts, "smoke.reason", "smoke.ran", "smoke.failures", "smoke.devices"
+                    ),
+                )
+            ],
         )
     return None
 
@@ -72,6 +79,9 @@ def device_remedy(device: str, facts: Facts) -> Remedy:
                 "CUDA_LAUNCH_BLOCKING=1 torchdoctor check --only smoke.compute -v",
                 "nvidia-smi -q -d ECC,PAGE_RETIREMENT",
             ),
+            evidence=grounded(
+                facts, "smoke.reason", "smoke.ran", "smoke.failures", "smoke.devices"
+            ),
         )
     if device == "cpu":
         return Remedy(
@@ -80,5 +90,11 @@ def device_remedy(device: str, facts: Facts) -> Remedy:
             (
                 f"{python_cmd(facts)} install --force-reinstall --no-cache-dir {' '.join(pinned_family(facts))}",
             ),
+            evidence=grounded(
+                facts, "smoke.reason", "smoke.ran", "smoke.failures", "smoke.devices"
+            ),
         )
-    return Remedy(f"Re-run the smoke test on {device} alone and report the error upstream.")
+    return Remedy(
+        f"Re-run the smoke test on {device} alone and report the error upstream.",
+        evidence=grounded(facts, "smoke.reason", "smoke.ran", "smoke.failures", "smoke.devices"),
+    )

@@ -24,6 +24,7 @@ KEPT_FIX = Remedy(
     "Cached memory that empty_cache cannot return is still referenced. Fragmentation "
     "is eased by expandable segments.",
     ("export PYTORCH_ALLOC_CONF=expandable_segments:True",),
+    evidence=("smoke.devices",),
 )
 
 

@@ -32,8 +32,11 @@ LINK_FIX = Remedy(
     "Check the slot and link: the GPU should sit in an x16 slot at its full generation; "
     "compare `nvidia-smi -q -d PCIE` under load with the card's maximum.",
     ("nvidia-smi -q -d PCIE", "nvidia-smi topo -m"),
+    evidence=("smoke.devices",),
 )
-P2P_FIX = Remedy("Disable peer-to-peer and re-test.", ("export NCCL_P2P_DISABLE=1",))
+P2P_FIX = Remedy(
+    "Disable peer-to-peer and re-test.", ("export NCCL_P2P_DISABLE=1",), evidence=("smoke.devices",)
+)
 
 
 def _nvml_for(facts: Facts, device: str) -> NvmlDevice | None:

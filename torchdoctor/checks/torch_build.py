@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..facts_record import Build, Facts
 from ..model import Remedy, Status, Verdict, verdict
-from .common import Context, probe_stuck, stage_error, torch_ok, torch_unavailable
+from .common import Context, grounded, probe_stuck, stage_error, torch_ok, torch_unavailable
 
 ID = "torch.build"
 TITLE = "PyTorch build flags"
@@ -51,6 +51,11 @@ def check(facts: Facts, ctx: Context) -> Verdict:
             Status.WARN,
             summary + " (debug build: much slower)",
             details,
-            [Remedy("A debug build of torch is installed; install a release wheel for real work.")],
+            [
+                Remedy(
+                    "A debug build of torch is installed; install a release wheel for real work.",
+                    evidence=grounded(facts, "torch.build.debug", "torch.build.variant"),
+                )
+            ],
         )
     return verdict(Status.PASS, summary, details)

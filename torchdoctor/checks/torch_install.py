@@ -11,6 +11,7 @@ from . import companions, other_pythons
 from .common import (
     Context,
     current_variant,
+    grounded,
     install_command,
     installed_family,
     not_in_report,
@@ -18,6 +19,7 @@ from .common import (
     python_cmd,
     quote,
     set_env,
+    torch_version_path,
     wheel_for,
 )
 
@@ -78,7 +80,15 @@ def _missing(facts: Facts, ctx: Context) -> Verdict:
         )
         index = ""
     cmd = f"{python_cmd(facts)} install {quote(facts, f'torch=={release}.*')}{index}"
-    remedies = [Remedy(f"Install torch {release}: {why}.", (cmd,))]
+    remedies = [
+        Remedy(
+            f"Install torch {release}: {why}.",
+            (cmd,),
+            grounded(
+                facts, "torch.status", "platform.system", "platform.machine", "nvml.driver_version"
+            ),
+        )
+    ]
     elsewhere = other_pythons.remedy(facts)
     return verdict(
         Status.FAIL,
@@ -110,12 +120,14 @@ def _import_error(facts: Facts) -> Verdict:
     pip = python_cmd(facts)
     lib = _LIB.search(message)
     remedies: list[Remedy]
-    if "undefined symbol" in message:
+    because = grounded(facts, "torch.error.message", "torch.error.type", "torch.status")
+    if "undefined symbol" in message and "LD_LIBRARY_PATH" in facts.env:
         remedies = [
             Remedy(
                 "A library on LD_LIBRARY_PATH (often a system CUDA) shadows the one torch's wheel "
                 "ships. Run Python without those paths.",
                 ("env -u LD_LIBRARY_PATH python -c 'import torch'",),
+                (*because, "env.LD_LIBRARY_PATH"),
             )
         ]
     elif lib and "cannot open shared object file" in message:
@@ -128,17 +140,23 @@ def _import_error(facts: Facts) -> Verdict:
                     f"{pip} uninstall -y {' '.join(_torch_and_nvidia_wheels(facts))}",
                     install_command(facts, *_install_choice(facts), force=False),
                 ),
+                because,
             )
         ]
     elif "numpy" in message.lower():
         remedies = [
-            Remedy("torch was built against another NumPy ABI.", (f'{pip} install "numpy<2"',))
+            Remedy(
+                "torch was built against another NumPy ABI.",
+                (f'{pip} install "numpy<2"',),
+                (*because, *grounded(facts, "packages.distributions.numpy.version")),
+            )
         ]
     else:
         remedies = [
             Remedy(
                 "Reinstall torch cleanly into this environment, same version, same index.",
                 (install_command(facts, _installed_variant(facts)) + " --no-cache-dir",),
+                because,
             )
         ]
     if facts.collected.source == "collect_env":
@@ -150,7 +168,9 @@ def _import_error(facts: Facts) -> Verdict:
                 " On Windows, '[WinError 126] … c10.dll' (or another torch DLL) means the "
                 "Microsoft Visual C++ Redistributable (x64) is missing: install it."
             )
-        remedies.insert(0, Remedy(why, (f'{python} -c "import torch"',)))
+        remedies.insert(
+            0, Remedy(why, (f'{python} -c "import torch"',), (*because, "collected.source"))
+        )
     return verdict(
         Status.FAIL, f"import torch failed: {message.splitlines()[0][:200]}", details, remedies
     )
@@ -172,6 +192,9 @@ def _numpy(facts: Facts, torch_version: str) -> Problem | None:
                 Remedy(
                     "Pin NumPy below 2, or upgrade torch.",
                     (f'{python_cmd(facts)} install "numpy<2"',),
+                    grounded(
+                        facts, "packages.distributions.numpy.version", torch_version_path(facts)
+                    ),
                 )
             ],
         )
@@ -193,6 +216,15 @@ def _numpy_import_warning(facts: Facts) -> Problem | None:
         "An extension was built against another NumPy major version. Pin NumPy below 2 or "
         "upgrade the package that was built against NumPy 1.x.",
         (f'{python_cmd(facts)} install "numpy<2"',),
+        grounded(
+            facts,
+            *(f"torch.warnings.{i}" for i, w in enumerate(facts.torch.warnings) if sign in w),
+            *(
+                ("probe.torch.stderr_tail",)
+                if sign in (facts.probe.torch.stderr_tail or "")
+                else ()
+            ),
+        ),
     )
     why = f"torch printed a NumPy ABI error on import ({sign!r})"
     return Problem("numpy-abi-error", Status.FAIL, why, [fix])
@@ -203,6 +235,15 @@ def _keep_one_torch(facts: Facts, why: str) -> Remedy:
     return Remedy(
         why,
         (f"{python_cmd(facts)} uninstall -y torch", set_env(facts, "PYTHONNOUSERSITE", "1")),
+        grounded(
+            facts,
+            "torch.file",
+            "platform.user_site",
+            *(
+                f"packages.torch_distributions.{i}.location"
+                for i in range(len(facts.packages.torch_distributions))
+            ),
+        ),
     )
 
 
@@ -263,7 +304,10 @@ def _illegal_instruction(facts: Facts, probe: TorchProbe) -> Verdict:
             Remedy(
                 "The wheel's code needs CPU instructions this machine lacks. Run on a CPU with "
                 "AVX2 (a VM: pass the host CPU through, e.g. `-cpu host`), or build torch from "
-                "source for this CPU."
+                "source for this CPU.",
+                evidence=grounded(
+                    facts, "probe.torch.signal", "platform.cpu.isa", "platform.cpu.model"
+                ),
             )
         ],
     )
@@ -284,6 +328,7 @@ def _probe_stopped(facts: Facts) -> Verdict:
                 "Run the import by hand to see where it stops; a hang here is usually a "
                 "network filesystem or a broken extension module on the path.",
                 (f"{facts.platform.executable or 'python'} -X importtime -c 'import torch'",),
+                grounded(facts, "probe.torch.status", "probe.torch.message", "torch.status"),
             )
         ],
     )

@@ -10,7 +10,15 @@ from .. import requirements
 from ..facts_record import Facts, LibraryPathDir, Libs, LoadedLib
 from ..model import Problem, Remedy, Status, Verdict, from_problems, verdict
 from . import driver_state
-from .common import Context, probe_stuck, python_cmd, stage_error, torch_ok, torch_unavailable
+from .common import (
+    Context,
+    grounded,
+    probe_stuck,
+    python_cmd,
+    stage_error,
+    torch_ok,
+    torch_unavailable,
+)
 
 ID = "torch.libs"
 TITLE = "Libraries torch loaded"
@@ -100,6 +108,12 @@ def pin_problems(facts: Facts) -> list[Problem]:
                         f"{pip} install --force-reinstall --no-deps {' '.join(p for _, p in items)}",
                         f"{pip} check",
                     ),
+                    evidence=grounded(
+                        facts,
+                        "packages.distributions.torch.requires",
+                        *(f"packages.distributions.{p.split('==')[0]}" for _, p in items),
+                        *(f"torch.libs.nvidia_wheel_files.{p.split('==')[0]}" for _, p in items),
+                    ),
                 )
             ],
         )
@@ -120,6 +134,7 @@ def _drop_from_path(entries: list[LibraryPathDir], bad_dirs: set[str]) -> Remedy
         "(errors like 'undefined symbol ... libnvJitLink.so'). Fix the shell profile, "
         "module file or Dockerfile that sets it.",
         (cmd,),
+        evidence=("torch.libs",),
     )
 
 
@@ -145,11 +160,33 @@ def shadowing(facts: Facts, wheel_build: bool) -> list[Problem]:
             via_path.append(f"{what} (LD_LIBRARY_PATH) shadows the one torch's wheels ship")
         elif wheel_build:
             system.append(f"{what} (system library path) is used instead of torch's wheel")
-    unpreload = Remedy("Do not preload CUDA libraries into torch processes.", ("unset LD_PRELOAD",))
+    preload_paths = tuple(f"torch.libs.ld_preload.{i}" for i in range(len(libs.ld_preload)))
+    # LD_PRELOAD is unset only when it is set; otherwise the preload is /etc/ld.so.preload's.
+    unpreload = (
+        Remedy(
+            "Do not preload CUDA libraries into torch processes.",
+            ("unset LD_PRELOAD",),
+            grounded(facts, "env.LD_PRELOAD", *preload_paths),
+        )
+        if "LD_PRELOAD" in facts.env
+        else Remedy(
+            "The preload does not come from LD_PRELOAD: remove the CUDA library from "
+            "/etc/ld.so.preload (the system-wide preload list).",
+            ("cat /etc/ld.so.preload",),
+            grounded(facts, *preload_paths),
+        )
+    )
     find_system = Remedy(
         "Find which system directory provides them (ldconfig cache, a conda env) and make "
         "sure torch's own nvidia-* wheels are installed intact.",
         ("ldconfig -p | grep -E 'libcud|libnccl|libcublas|libnvJitLink'",),
+        evidence=grounded(
+            facts,
+            "torch.libs.loaded",
+            "torch.libs.ld_preload",
+            "torch.libs.ld_library_path",
+            "torch.libs.nvidia_wheel_files",
+        ),
     )
     found = (
         ("ld-library-path", Status.FAIL, via_path, _drop_from_path(ld_entries, bad_dirs)),
@@ -168,6 +205,13 @@ def cudnn_problem(facts: Facts) -> Problem | None:
         "Load the cuDNN torch was built with: reinstall its pinned nvidia-cudnn wheel and "
         "keep other cuDNN copies off LD_LIBRARY_PATH.",
         (f"{python_cmd(facts)} show -f torch | grep -i cudnn",),
+        evidence=grounded(
+            facts,
+            "torch.libs.loaded",
+            "torch.libs.ld_preload",
+            "torch.libs.ld_library_path",
+            "torch.libs.nvidia_wheel_files",
+        ),
     )
     # torch's own rule (torch/backends/cudnn/__init__.py): same major, runtime minor >= compiled.
     if runtime[0] != compiled[0] or runtime[1:2] < compiled[1:2]:

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from ..facts_record import Facts
 from ..model import Remedy, Status, Verdict, verdict
-from .common import Context, probe_stuck, reinstall_torch, stage_error, torch_ok, torch_unavailable
+from .common import (
+    Context,
+    grounded,
+    probe_stuck,
+    reinstall_torch,
+    stage_error,
+    torch_ok,
+    torch_unavailable,
+)
 
 ID = "xpu"
 TITLE = "Intel XPU"
@@ -45,6 +53,7 @@ def check(facts: Facts, ctx: Context) -> Verdict:
         f"Install Intel's GPU driver and compute runtime ({DRIVER_DOCS}), let this user open the "
         "render nodes, then check the runtime sees the GPU.",
         ("ls -l /dev/dri", "sudo usermod -aG render $USER", "sycl-ls"),
+        evidence=grounded(facts, "torch.xpu", "torch.build.xpu_built", "torch.build.variant"),
     )
     if not render:
         # No GPU render node at all: most likely no Intel GPU, so the XPU wheel is dead weight.
