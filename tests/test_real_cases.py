@@ -252,3 +252,44 @@ def test_torch_missing_on_python_3_10_installs_the_newest_release_with_a_3_10_wh
     f["platform"]["python_version"] = "3.10.14"
     cmd = judge(f, "torch.install").remedies[0].commands[0]
     assert "'torch==2.14.*'" in cmd
+
+
+def test_pytorch_183387_alloc_conf_ignored_by_2_9_1(facts):
+    """pytorch/pytorch#183387: on 2.9.1+cu128, PYTORCH_ALLOC_CONF=expandable_segments:True is
+    silently ignored for CUDA; only PYTORCH_CUDA_ALLOC_CONF reaches the allocator. The fix gives
+    the value to the variable this release reads, never 'rename to PYTORCH_ALLOC_CONF'."""
+    result = judge(facts("alloc_conf_ignored_291"), "env")
+    (problem,) = result.problems
+    assert problem.code == "alloc-conf-ignored" and "2.9.1+cu128" in problem.message
+    cmds = commands(result)
+    assert "export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True" in cmds
+    assert not any(c.startswith("export PYTORCH_ALLOC_CONF") for c in cmds)
+    assert "env.PYTORCH_ALLOC_CONF" in result.remedies[0].evidence
+
+
+def test_version_blind_key_on_an_older_torch(facts):
+    """expandable_segments arrived in 2.1 (pytorch#96995): on 2.0.1 torch raises 'Unrecognized
+    CachingAllocator option' at the first allocation, so the setting is a failure there."""
+    f = facts("alloc_conf_ignored_291")
+    f["torch"]["version"] = "2.0.1+cu118"
+    f["env"] = {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}
+    result = judge(f, "env")
+    assert result.status == Status.FAIL
+    assert "expandable_segments is not known to torch 2.0.1+cu118 (first in 2.1)" in result.summary
+    assert commands(result)[0] == "unset PYTORCH_CUDA_ALLOC_CONF"
+
+
+def test_driver_upgrade_that_drops_a_pascal_gpu_names_it(facts):
+    """Hardware-blind (issue 25): a CUDA 13.2 wheel needs R595, which no longer runs a Pascal
+    GPU sitting beside the RTX 5090; the driver fix must name the GTX 1080 Ti and offer
+    CUDA_VISIBLE_DEVICES. (Rebuilt from the compat tables, not from one public report.)"""
+    f = facts("rtx5090_cu124_wheel")
+    gpu = dict(f["nvml"]["devices"][0])
+    gpu.update(index=1, name="NVIDIA GeForce GTX 1080 Ti", capability=[6, 1], uuid="GPU-1080")
+    f["nvml"]["devices"].append(gpu)
+    f["torch"]["version"], f["torch"]["build"]["cuda"] = "2.13.0+cu132", "13.2"
+    f["nvml"]["driver_version"] = "580.65.06"
+    result = judge(f, "cuda.driver")
+    texts = " ".join(r.text for r in result.remedies)
+    assert "GTX 1080 Ti" in texts and "R580" in texts
+    assert "export CUDA_VISIBLE_DEVICES=0" in commands(result)
