@@ -32,9 +32,15 @@ class Remedy:
 
     text: str
     commands: tuple[str, ...] = ()
+    # The facts it rests on: dotted paths into the facts record (issue 25), e.g.
+    # "nvml.devices.0.name", "report.evidence.2".
+    evidence: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return {"text": self.text, "commands": list(self.commands)}
+        out: dict[str, Any] = {"text": self.text, "commands": list(self.commands)}
+        if self.evidence:
+            out["evidence"] = list(self.evidence)
+        return out
 
 
 @dataclass

@@ -2,20 +2,34 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .. import archs
 from ..data import compat
 from ..facts_record import Facts
 from ..model import Problem, Remedy, Status, Verdict, from_problems, verdict
-from .common import Context, nvml_gpus, probe_stuck, wheel_fixes
+from .common import (
+    Context,
+    device_capability,
+    evidence,
+    nvml_gpus,
+    probe_stuck,
+    quoted,
+    wheel_fixes,
+)
 
 ID = "cuda.devices"
 TITLE = "CUDA devices and the wheel's arch list"
 ORDER = 70  # position in the report: basic facts first, the smoke test last
 # An accelerator-specific check: with --expect naming another target, its failures only warn.
 ACCELERATOR = "cuda"
+# A pasted report: the build must be in it, or torch's own "not compatible" warning.
+NEEDS = ("torch.build",)
+EVIDENCE = ("arch-unsupported",)
+# No PyTorch wheel was ever built below this (sm_30, Kepler); a GPU under it runs no wheel, so
+# no driver or wheel change helps.
+EVER_FLOOR = (3, 0)
 # The problems it reports, one per GPU and kind, each its own finding id (cuda.devices.<code>).
 FINDINGS = {
     "none-visible": "CUDA expected, but torch sees no CUDA device",
@@ -42,6 +56,7 @@ class Gpu:
     free: int | None
     sms: int | None
     row: dict[str, Any]
+    path: str = ""  # where the facts record names it: what a remedy for it rests on
 
 
 def _torch_gpus(facts: Facts) -> list[Gpu]:
@@ -55,24 +70,26 @@ def _torch_gpus(facts: Facts) -> list[Gpu]:
             free.get(d.index),
             d.multi_processor_count,
             {**d.raw, "free_bytes": free.get(d.index)},
+            f"torch.cuda.devices.{i}",
         )
-        for d in facts.torch.cuda.devices
+        for i, d in enumerate(facts.torch.cuda.devices)
     ]
 
 
 def _nvml_gpus(facts: Facts) -> list[Gpu]:
     out = []
-    for g in nvml_gpus(facts):
+    for i, g in enumerate(nvml_gpus(facts)):
+        cap = device_capability(g.name, g.capability)
         total, used = g.memory_total_bytes, g.memory_used_bytes
         free = total - used if total and used is not None else None
         row = {
             "index": g.index,
             "name": g.name,
-            "capability": g.capability or None,
+            "capability": list(cap) or None,
             "total_memory_bytes": total,
             "free_bytes": free,
         }
-        out.append(Gpu(g.index, g.name, tuple(g.capability), total, free, None, row))
+        out.append(Gpu(g.index, g.name, cap, total, free, None, row, f"nvml.devices.{i}"))
     return out
 
 
@@ -80,7 +97,10 @@ def _devices(facts: Facts) -> tuple[list[Gpu], str]:
     """Torch's view of the devices for an examined CUDA build (even when it sees none);
     NVML's otherwise (a CPU wheel on a GPU box, torch missing), so the GPUs are still judged."""
     if facts.torch.status == "ok" and facts.torch.build.variant in ("cuda", "rocm"):
-        return _torch_gpus(facts), "torch"
+        seen = _torch_gpus(facts)
+        # A report whose torch could not use CUDA still lists nvidia-smi's GPUs: judge those.
+        if seen or facts.collected.source in (None, "probe"):
+            return seen, "torch"
     return _nvml_gpus(facts), "nvml"
 
 
@@ -122,6 +142,31 @@ def _none_visible(facts: Facts, ctx: Context, source: str) -> Verdict:
     return from_problems([Problem("none-visible", Status.FAIL, seen, [fix])], details, "")
 
 
+def _never_built(d: Gpu) -> Problem:
+    """A GPU below every wheel PyTorch ever published: named as such, never a driver to install
+    (its last driver predates every CUDA torch used) nor a wheel to try."""
+    sm, family = archs.fmt(d.capability), compat.family(d.capability)
+    why = (
+        f"cuda:{d.index} {d.name} (sm {sm}, {family}) is older than any GPU a PyTorch wheel was "
+        f"built for (sm {archs.fmt(EVER_FLOOR)} and up): no driver or wheel runs torch on it"
+    )
+    fix = Remedy(
+        "Use the CPU build of torch on this machine, or a GPU of compute capability 3.7 or "
+        "newer; no driver update or reinstall makes this GPU usable by torch.",
+        evidence=(f"{d.path}.name",),
+    )
+    return Problem("gpu-too-old", Status.FAIL, why, [fix])
+
+
+def _rests_on(facts: Facts, d: Gpu, remedies: list[Remedy]) -> list[Remedy]:
+    """The facts a wheel fix for this GPU rests on: the GPU, the build, the pasted warning."""
+    paths = [f"{d.path}.name"] if d.path else []
+    paths += ["torch.version"] if facts.torch.version else []
+    paths += ["torch.build.arch_list"] if facts.torch.build.arch_list else []
+    paths += [p for p, _ in evidence(facts, "arch-unsupported", "no-kernel-image")]
+    return [replace(r, evidence=tuple(dict.fromkeys((*r.evidence, *paths)))) for r in remedies]
+
+
 def _arch_problem(facts: Facts, d: Gpu, arch_list: list[str]) -> Problem | None:
     """The GPU against the wheel's arch list (native code, PTX only, or nothing)."""
     cap = d.capability
@@ -151,7 +196,7 @@ def _arch_problem(facts: Facts, d: Gpu, arch_list: list[str]) -> Problem | None:
     else:
         return None
     status = Status.WARN if code == "ptx-only" else Status.FAIL
-    return Problem(code, status, why, _arch_fix(facts, cap, fix))
+    return Problem(code, status, why, _rests_on(facts, d, _arch_fix(facts, cap, fix)))
 
 
 def _memory_problem(d: Gpu) -> Problem | None:
@@ -193,12 +238,15 @@ def check(facts: Facts, ctx: Context) -> Verdict:
     found: list[Problem | None] = []
     for d in devices:
         d.row["arch_coverage"] = None
-        if judge_arch and len(d.capability) == 2:
+        if len(d.capability) == 2 and d.capability < EVER_FLOOR:
+            found.append(_never_built(d))
+        elif judge_arch and len(d.capability) == 2:
             found.append(_arch_problem(facts, d, arch_list))
         found.append(_memory_problem(d))
     found.append(_missing_gpus(facts, source, len(devices)))
     # CUDA_DEVICE_ORDER on mixed-GPU hosts is judged by the env check, once.
     details = {"source": source, "arch_list": arch_list, "devices": [d.row for d in devices]}
+    details |= quoted(evidence(facts, "arch-unsupported", "no-kernel-image"))
     summary = "; ".join(_row(d) for d in devices)
     # Failures first, so the summary leads with what breaks.
     problems = sorted((p for p in found if p), key=lambda p: -p.status.rank)
