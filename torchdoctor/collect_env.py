@@ -209,7 +209,8 @@ def platform_facts(fields: dict[str, str]) -> dict[str, Any]:
         p["mac_ver"] = mac.group(1) if mac else None
         # x86_64 Python on an Apple CPU: the interpreter runs under Rosetta.
         brand = (fields.get("cpu") or "").strip()
-        p["rosetta"] = p.get("machine") == "x86_64" and brand.startswith("Apple")
+        if brand:  # without the CPU line, whether an x86_64 Python runs under Rosetta is unknown
+            p["rosetta"] = p.get("machine") == "x86_64" and brand.startswith("Apple")
     return {k: v for k, v in p.items() if v is not None}
 
 
@@ -309,27 +310,36 @@ def _published_archs(version: str) -> list[str]:
     return list(compat.arch_list(compat.torch_minor(version) or "", tag))
 
 
-def torch_facts(fields: dict[str, str], dists: dict[str, Any]) -> dict[str, Any]:
+def _no_torch(dists: dict[str, Any], listed: bool) -> dict[str, Any]:
+    """collect_env prints N/A when `import torch` failed, installed or not: a package list
+    without torch says which; else the import failed (the pasted traceback may say why)."""
+    if listed and "torch" not in dists:
+        return {"status": "missing", "error": {"message": "the report has no torch"}}
+    return {
+        "status": "import_error",
+        "error": {
+            "type": "ImportError",
+            "message": "collect_env could not import torch (the report does not say why)",
+        },
+    }
+
+
+def torch_facts(
+    fields: dict[str, str], dists: dict[str, Any], listed: bool = True
+) -> dict[str, Any]:
     if "torch" not in fields:
         return _listed_torch(dists)
     version = value(fields, "torch")
     if version is None:
-        # collect_env prints N/A when `import torch` failed; it does not say why.
-        if "torch" not in dists:
-            return {"status": "missing", "error": {"message": "the report has no torch"}}
-        return {
-            "status": "import_error",
-            "error": {
-                "type": "ImportError",
-                "message": "collect_env could not import torch (the report does not say why)",
-            },
-        }
+        return _no_torch(dists, listed)
     version = version.split()[0]  # "1.8.0 (torchvision: 0.9.0)" in doctr's variant
     cuda, hip = value(fields, "cuda_built"), value(fields, "hip_built")
     xpu = value(fields, "xpu_built")
     variant = "cuda" if cuda else "rocm" if hip else "xpu" if xpu or "+xpu" in version else "cpu"
-    if "cuda_built" not in fields and "hip_built" not in fields and "+" not in version:
-        variant = None  # cut before the build lines: which build is not in the report
+    if "cuda_built" not in fields and "hip_built" not in fields:
+        # Cut before the build lines: only a wheel's local tag still names the build.
+        listed = _listed_torch({"torch": {"version": version}}).get("build", {})
+        variant, cuda, hip = listed.get("variant"), listed.get("cuda"), listed.get("hip")
     build: dict[str, Any] = {"variant": variant, "cuda": cuda, "hip": hip}
     debug = _flag(value(fields, "debug"))
     if debug is not None:
@@ -423,22 +433,23 @@ def to_facts(
     """The facts record of a report's fields and torch's own words pasted around it."""
     evidence = evidence or []
     packages = packages_facts(fields)
-    torch = with_evidence(torch_facts(fields, packages["distributions"]), evidence)
+    listed = packages.pop("listed")
+    torch = with_evidence(torch_facts(fields, packages["distributions"], listed), evidence)
     facts: dict[str, Any] = {
         "facts_version": 1,
         "platform": platform_facts(fields),
         "packages": packages,
         "torch": torch,
     }
-    carries = [k for k in ("torch.status", "torch.version") if k.split(".")[1] in torch]
+    # The PyTorch line says which torch imported, or (N/A) that none did.
+    carries = ["torch.status", "torch.version"] if "torch" in fields else []
+    carries += ["torch.version"] if "torch" not in fields and torch.get("version") else []
     # "[pip3] Could not collect" and no conda list: which packages are installed is unknown.
-    carries += ["packages.distributions"] if packages.pop("listed") else []
+    carries += ["packages.distributions"] if listed else []
     carries += ["platform"] if facts["platform"] else []  # a paste cut before the OS line
     carries += ["torch.build"] if "build" in torch else []
     carries += [k for k in ("torch.cuda", "torch.xpu") if k.split(".")[1] in torch]
-    if value(fields, "gpus") or value(fields, "driver"):
-        # "No CUDA"/"Could not collect": collect_env did not (or could not) ask nvidia-smi, so
-        # whether there is a GPU is not in the report.
+    if _lists_gpus(fields, torch, facts["platform"].get("system")):
         facts["nvml"] = nvml_facts(fields)
         carries.append("nvml")
     cpu = _cpu(fields)
@@ -462,6 +473,19 @@ def to_facts(
     return facts
 
 
+def _lists_gpus(fields: dict[str, str], torch: dict[str, Any], system: str | None) -> bool:
+    """Does the report say which NVIDIA GPUs and driver there are (none is an answer)? A CPU
+    build's collect_env never asks nvidia-smi ("No CUDA"): the GPUs are then not in the report.
+    A CUDA build's "Could not collect" is nvidia-smi failing (no driver); macOS has none."""
+    if value(fields, "gpus") or value(fields, "driver"):
+        return True
+    if "gpus" not in fields and "driver" not in fields:
+        return False
+    asked = torch.get("build", {}).get("variant") == "cuda"
+    failed = (fields.get("gpus") or "").strip().lower() == "could not collect"
+    return system == "Darwin" or (asked and failed)
+
+
 def _no_torch_words(status: str | None) -> str:
     return {"missing": "not installed", "import_error": "not importable"}.get(
         status or "", "not in the report"
@@ -471,6 +495,10 @@ def _no_torch_words(status: str | None) -> str:
 def with_evidence(torch: dict[str, Any], evidence: list[dict[str, Any]]) -> dict[str, Any]:
     """torch's own warning names an incompatible GPU's capability and the wheel's arch list:
     the arch list is the build's, the capability the device's (by name)."""
+    _cuda_warnings(torch, evidence)
+    missing = next((e for e in evidence if e["kind"] == "library-missing"), None)
+    if missing and torch.get("status") == "import_error":
+        torch["error"] = {"type": "ImportError", "message": missing["line"]}
     for e in evidence:
         if e["kind"] != "arch-unsupported":
             continue
@@ -481,6 +509,22 @@ def with_evidence(torch: dict[str, Any], evidence: list[dict[str, Any]]) -> dict
             if d.get("name") == e["device"]:
                 d["capability"] = list(e["capability"])
     return torch
+
+
+# torch's CUDA initialisation warnings: what the probe records in torch.cuda.warnings.
+_CUDA_WARNINGS = ("driver-too-old", "no-driver", "cuda-init-error")
+
+
+def _cuda_warnings(torch: dict[str, Any], evidence: list[dict[str, Any]]) -> None:
+    """torch's CUDA warnings pasted with a CUDA build are torch.cuda.warnings, as a probe records
+    them; torch prints them when is_available() fails, so a report cut before that line still
+    says CUDA was unavailable."""
+    lines = list(dict.fromkeys(e["line"] for e in evidence if e["kind"] in _CUDA_WARNINGS))
+    if not lines or torch.get("build", {}).get("variant") != "cuda":
+        return
+    cuda = torch.setdefault("cuda", {"available": False})
+    if cuda.get("available") is False:
+        cuda["warnings"] = lines
 
 
 def parse(text: str) -> dict[str, Any] | None:

@@ -27,6 +27,8 @@ TITLE = "CUDA usable from torch"
 ORDER = 60  # position in the report: basic facts first, the smoke test last
 # The facts judged here (a pasted report without them skips this check).
 NEEDS = ("torch.build", "torch.cuda", "nvml")
+# torch's own CUDA warnings pasted with a report are judged even when it lists no GPU lines.
+EVIDENCE = ("driver-too-old", "no-driver", "cuda-init-error", "not-compiled-with-cuda")
 # Why CUDA is unusable, each its own finding id (cuda.available.<code>), silenced alone.
 FINDINGS = {
     "hidden": "CUDA_VISIBLE_DEVICES hides every GPU",
@@ -55,6 +57,8 @@ class Reason:
     code: str
     text: str
     remedies: list[Remedy] = field(default_factory=list)
+    # False when the facts cannot show there is no GPU (a report without nvidia-smi's lines).
+    gpu_absence_known: bool = True
 
     def problem(self, status: Status, message: str, remedies: list[Remedy]) -> Problem:
         code = "unexplained" if self.code == "unknown" else self.code.replace("_", "-")
@@ -136,11 +140,70 @@ def _init_failed(facts: Facts) -> Reason:
     return Reason("unknown", "NVML sees GPUs but torch.cuda.is_available() is False", [fix])
 
 
+def _ordinal(facts: Facts) -> Reason | None:
+    """Error 101 at initialisation: CUDA_VISIBLE_DEVICES (or a launcher) names a GPU index the
+    machine does not have."""
+    at = next(
+        (i for i, w in enumerate(facts.torch.cuda.warnings) if "invalid device ordinal" in w), None
+    )
+    if at is None:
+        return None
+    show = (
+        "echo %CUDA_VISIBLE_DEVICES%"
+        if facts.platform.system == "Windows"
+        else ("echo $CUDA_VISIBLE_DEVICES")
+    )
+    fix = Remedy(
+        "CUDA was told to use a GPU index this machine does not have (error 101): compare "
+        "CUDA_VISIBLE_DEVICES with the GPUs nvidia-smi lists, and unset it or fix the index.",
+        ("nvidia-smi -L", show),
+        evidence=(f"torch.cuda.warnings.{at}",),
+    )
+    line = facts.torch.cuda.warnings[at]
+    return Reason("init_failed", f"CUDA initialisation failed: {line[:300]}", [fix])
+
+
+def _unlisted_gpus(facts: Facts) -> Reason:
+    """A report without nvidia-smi's lines: whether there is a GPU is not known, so the reason
+    comes from torch's own words, and every fix first checks what the report does not say."""
+    warnings = facts.torch.cuda.warnings
+    paths = tuple(f"torch.cuda.warnings.{i}" for i in range(len(warnings)))
+    if any("Found no NVIDIA driver" in w for w in warnings):
+        fix = Remedy(
+            "Check first that this machine has an NVIDIA GPU (`nvidia-smi`, or `lspci | grep -i "
+            f"nvidia` on Linux; the report lists none); then install its driver "
+            f"({driver_install_hint(facts)}).",
+            ("nvidia-smi",),
+            evidence=paths,
+        )
+        why = f"torch found no NVIDIA driver: {warnings[0][:200]}"
+        return Reason("no_gpu", why, [fix], gpu_absence_known=False)
+    if warnings:
+        fix = Remedy(
+            "Check first that nvidia-smi lists the GPU (the report does not); then reload the "
+            "driver (reboot, or reload nvidia_uvm on Linux).",
+            ("nvidia-smi",),
+            evidence=paths,
+        )
+        return Reason("init_failed", f"CUDA initialisation failed: {warnings[0][:300]}", [fix])
+    fix = Remedy(
+        "The report does not list the GPUs or the driver: check first that nvidia-smi lists an "
+        "NVIDIA GPU and its driver.",
+        ("nvidia-smi",),
+        evidence=("torch.cuda.available",),
+    )
+    return Reason("unknown", "the report does not say whether an NVIDIA GPU is present", [fix])
+
+
 def _why_unavailable(facts: Facts, expect: str) -> Reason:
     """The most specific reason, checked from the cheapest explanation to the vaguest."""
-    found = _hidden(facts) or _driver_state(facts)
+    found = _hidden(facts) or _driver_state(facts) or _ordinal(facts)
     if found:
         return found
+    if facts.collected.source not in (None, "probe") and "nvml" not in (
+        facts.collected.carries or []
+    ):
+        return _unlisted_gpus(facts)
     if not nvml_gpus(facts):
         return _no_gpu(facts, expect)
     return _init_failed(facts)
@@ -171,7 +234,7 @@ def _cuda_build(facts: Facts, ctx: Context, details: dict) -> Verdict:
         return _rocm_unavailable(ctx, details)
     reason = _why_unavailable(facts, ctx.expect)
     details["reason"] = reason.code
-    if reason.code == "no_gpu" and ctx.expect == "auto":
+    if reason.code == "no_gpu" and ctx.expect == "auto" and reason.gpu_absence_known:
         # gpu-wheel-no-gpu: nothing breaks, but the environment carries GBs of CUDA for nothing.
         fixes = [
             reinstall_torch(facts, "cpu", "The CPU build is several GB smaller."),

@@ -119,11 +119,11 @@ def _dropped(cap: tuple[int, int]) -> str:
 
 def _row(d: Gpu) -> str:
     cap = archs.fmt(d.capability) if d.capability else "?"
-    mem = f"{(d.total or 0) // MIB} MiB"
-    if d.free is not None:
-        mem = f"{d.free // MIB}/{mem} free"
+    mem = f", {d.total // MIB} MiB" if d.total else ""  # a pasted report has no memory sizes
+    if d.total and d.free is not None:
+        mem = f", {d.free // MIB}/{d.total // MIB} MiB free"
     sms = f", {d.sms} SMs" if d.sms else ""
-    return f"cuda:{d.index} {d.name} (sm {cap}{sms}, {mem})"
+    return f"cuda:{d.index} {d.name} (sm {cap}{sms}{mem})"
 
 
 def _none_visible(facts: Facts, ctx: Context, source: str) -> Verdict:
