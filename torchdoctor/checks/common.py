@@ -345,3 +345,22 @@ def device_capability(name: str | None, capability: list[int] | tuple[int, ...])
     """A GPU's compute capability: what NVML or torch said, else what its product name fixes
     (an old driver's NVML cannot say it; a pasted report names GPUs only)."""
     return tuple(capability) or (gpu_names.capability(name) or ())
+
+
+# No PyTorch wheel was ever built below sm_30 (Kepler): a GPU under it runs no wheel at all.
+EVER_FLOOR = (3, 0)
+
+
+def gpus_below_every_wheel(facts: Facts) -> bool:
+    """Every GPU NVIDIA's tools list is older than any GPU a PyTorch wheel was built for: no
+    driver update and no wheel makes torch use it (its last driver predates the CUDA torch uses)."""
+    caps = [device_capability(g.name, g.capability) for g in nvml_gpus(facts)]
+    return bool(caps) and all(len(c) == 2 and c < EVER_FLOOR for c in caps)
+
+
+def no_driver_helps(facts: Facts) -> Remedy:
+    return Remedy(
+        "No driver helps: the GPU is older than any PyTorch wheel supports (see cuda.devices); "
+        "use the CPU build of torch.",
+        evidence=("nvml.driver_version", "nvml.devices.0.name"),
+    )

@@ -135,6 +135,13 @@ def _fix(facts: Facts, pkg: str, torch_version: str) -> Remedy:
             (f"{pip} install 'torch=={public}' xformers {index}".rstrip(),),
         )
     exact = compat.companion_version(pkg, torch_version)
+    if not compat.release(torch_version):
+        # torchdoctor's release tables start at torch 1.8: name the pairing, not a version.
+        return Remedy(
+            f"Reinstall {pkg} at the release built for torch {public}, from the same wheel index "
+            f"as torch ({variant or 'its index'}); torchdoctor's tables do not go back that far.",
+            evidence=(f"packages.distributions.{pkg}.version", "torch.version"),
+        )
     if not exact:
         return Remedy(
             f"No {pkg} release is built for torch {public}: remove it, or move torch to a release "

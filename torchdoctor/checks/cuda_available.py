@@ -13,7 +13,9 @@ from .common import (
     NO_CUDA_ON_MACOS,
     Context,
     driver_install_hint,
+    gpus_below_every_wheel,
     keep_driver_fixes,
+    no_driver_helps,
     nvml_gpus,
     probe_stuck,
     reinstall_torch,
@@ -93,6 +95,8 @@ def _driver_state(facts: Facts) -> Reason | None:
         Remedy("Upgrade the NVIDIA driver (cuda.driver names the version).", ("nvidia-smi",))
     ]
     remedies += keep_driver_fixes(facts, None, "Or keep this driver.")
+    if gpus_below_every_wheel(facts):
+        remedies = [no_driver_helps(facts)]
     found = re.search(r"found version \d+", warnings)
     return Reason(
         "driver_too_old",
@@ -125,6 +129,18 @@ def _init_failed(facts: Facts) -> Reason:
             () if facts.platform.wsl else ("sudo rmmod nvidia_uvm && sudo modprobe nvidia_uvm",),
         )
         return Reason("init_failed", f"CUDA initialisation failed: {warnings[:300]}", [rem])
+    if not facts.nvml.driver_version:
+        # A report cut before its driver line: the usual cause is not in it; check it first.
+        cuda = facts.torch.build.cuda or "?"
+        need = compat.TOOLKIT_MIN_DRIVER.get(compat.cuda_major_minor(cuda) or "")
+        fix = Remedy(
+            "The report does not show the driver version: check first that nvidia-smi shows a "
+            f"driver new enough for the wheel's CUDA {cuda}" + (f" (≥ {need})." if need else "."),
+            ("nvidia-smi",),
+            evidence=("torch.build.cuda", "nvml.devices.0.name"),
+        )
+        why = "torch.cuda.is_available() is False and the report does not show the driver"
+        return Reason("unknown", why, [fix])
     if facts.platform.system == "Windows":
         # No /dev/nvidia-uvm on Windows: the driver install itself is the usual suspect.
         fix = Remedy(

@@ -10,6 +10,7 @@ from ..data import compat
 from ..facts_record import Facts
 from ..model import Problem, Remedy, Status, Verdict, from_problems, verdict
 from .common import (
+    EVER_FLOOR,
     Context,
     device_capability,
     evidence,
@@ -27,9 +28,6 @@ ACCELERATOR = "cuda"
 # A pasted report: the build must be in it, or torch's own "not compatible" warning.
 NEEDS = ("torch.build",)
 EVIDENCE = ("arch-unsupported",)
-# No PyTorch wheel was ever built below this (sm_30, Kepler); a GPU under it runs no wheel, so
-# no driver or wheel change helps.
-EVER_FLOOR = (3, 0)
 # The problems it reports, one per GPU and kind, each its own finding id (cuda.devices.<code>).
 FINDINGS = {
     "none-visible": "CUDA expected, but torch sees no CUDA device",

@@ -11,11 +11,11 @@ from . import driver_state
 from .common import (
     NO_CUDA_ON_MACOS,
     Context,
-    device_capability,
     driver_install_hint,
     evidence,
+    gpus_below_every_wheel,
     keep_driver_fixes,
-    nvml_gpus,
+    no_driver_helps,
     quoted,
     upgrade_driver,
     wheel_for,
@@ -85,15 +85,9 @@ def _support_problem(facts: Facts, base: str, details: dict) -> Problem | None:
     same = choice and choice.variant == f"cu{mm.replace('.', '')}" and choice.support == support
     fix_wheel = [] if same else keep_driver_fixes(facts, None, "Or keep this driver.")
     fixes = [upgrade_driver(need, facts=facts), *fix_wheel]
-    if _below_every_wheel(facts):
+    if gpus_below_every_wheel(facts):
         # No driver for this GPU runs the wheel's CUDA, and no wheel runs on the GPU.
-        fixes = [
-            Remedy(
-                "No driver helps: the GPU is older than any PyTorch wheel supports (see "
-                "cuda.devices); use the CPU build of torch.",
-                evidence=("nvml.driver_version", "nvml.devices.0.name"),
-            )
-        ]
+        fixes = [no_driver_helps(facts)]
     if support == "minor_compat":
         why = (
             f"{base} runs the wheel's CUDA {wheel_cuda} only through minor-version compatibility "
@@ -140,12 +134,6 @@ def _from_words(facts: Facts) -> Verdict | None:
     return verdict(Status.SKIP, "not in the report (needs NVIDIA driver or GPU lines)", details)
 
 
-def _below_every_wheel(facts: Facts) -> bool:
-    """Every GPU is older than any GPU a PyTorch wheel was built for: no driver fixes that."""
-    caps = [device_capability(g.name, g.capability) for g in nvml_gpus(facts)]
-    return bool(caps) and all(len(c) == 2 and c < (3, 0) for c in caps)
-
-
 def check(facts: Facts, ctx: Context) -> Verdict:
     words = _from_words(facts)
     if words:
@@ -154,7 +142,7 @@ def check(facts: Facts, ctx: Context) -> Verdict:
     if nv.status != "ok":
         return _no_driver(facts, ctx)
     if not nv.driver_version:
-        return verdict(Status.SKIP, "not in the report (the driver version line is empty)")
+        return verdict(Status.SKIP, "not in the report (needs the NVIDIA driver version line)")
     wheel_cuda = facts.torch.build.cuda
     driver = nv.driver_version
     max_cuda = cuda_from_driver_api(nv.cuda_driver_version)
