@@ -457,17 +457,22 @@ def test_windows_report_where_import_torch_failed_asks_for_the_error_first():
     assert "WinError 126" in result.remedies[0].text
 
 
-def test_readme_triage_example_is_what_the_command_prints():
-    command = (
-        "$ torchdoctor check --facts - < tests/collect_env/windows_torch2.5_cpu_wheel_rtx4070.txt\n"
-    )
+@pytest.mark.parametrize(
+    "fixture,options",
+    [
+        ("windows_torch2.5_cpu_wheel_rtx4070.txt", ""),
+        ("linux_torch2.6_cu126_rtx5090d_sm120_pytorch_pytorch_150733.txt", " --format markdown"),
+    ],
+)
+def test_triage_page_examples_are_what_the_command_prints(fixture, options):
+    command = f"$ torchdoctor check --facts -{options} < tests/collect_env/{fixture}\n"
     # The README's section, or the docs/ page it may move to.
     pages = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
     page = next(p.read_text() for p in pages if command in p.read_text())
     shown = page.split(command, 1)[1].split("\n```", 1)[0]
-    text = (DIR / "windows_torch2.5_cpu_wheel_rtx4070.txt").read_text()
-    printed = run_cli("check", "--facts", "-", input=text).stdout
-    assert shown + "\n" == printed, "refresh the triage example with the command's output"
+    text = (DIR / fixture).read_text()
+    printed = run_cli("check", "--facts", "-", *options.split(), input=text).stdout
+    assert shown + "\n" == printed.rstrip("\n") + "\n", "refresh the triage example"
 
 
 def test_a_hostile_paste_is_read_fast():

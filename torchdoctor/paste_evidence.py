@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 # A quoted line is cut to this many characters (a paste's lines can be very long).
-MAX_QUOTE = 300
+MAX_QUOTE = 600
 MAX_RECORDS = 40
 
 Parser = Callable[[re.Match[str]], dict[str, Any]]
@@ -145,6 +145,15 @@ def _join_arch(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     if any(r["kind"] == "arch-unsupported" for r in records):
         records = [r for r in records if r is not supported]
     return records
+
+
+_WHERE = re.compile(r"^.{0,200}?\.py:\d+: (?:\w+Warning: |\w+Error: )?")
+
+
+def words(line: str | None) -> str:
+    """torch's words without the file and line that printed them ("…/cuda/__init__.py:52:
+    UserWarning: CUDA initialization: Found no NVIDIA driver…" -> "CUDA initialization: …")."""
+    return _WHERE.sub("", (line or "").strip())
 
 
 def of_kind(evidence: list[Any], *kinds: str) -> list[tuple[int, Any]]:

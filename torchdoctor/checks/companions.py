@@ -156,7 +156,9 @@ def _fix(facts: Facts, pkg: str, torch_version: str) -> Remedy:
             (f"conda install -c {conda} {pkg}={exact}",),
         )
     tag = f"+{variant}" if variant and compat.index_args(minor, variant)[1] else ""
-    spec = quote(facts, f"{pkg}=={exact}{tag}")
+    # cmd.exe passes single quotes on literally; POSIX shells need them around ==.
+    req = f"{pkg}=={exact}{tag}"
+    spec = quote(facts, req) if facts.platform.system == "Windows" else f"'{req}'"
     return Remedy(
         f"Reinstall {pkg} {exact}, the build for torch {public}, from the same index as torch "
         "(--no-deps leaves torch as it is).",

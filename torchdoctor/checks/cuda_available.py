@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from .. import paste_evidence
 from ..data import compat
 from ..facts_record import Facts
 from ..model import Problem, Remedy, Status, Verdict, from_problems, verdict
@@ -175,8 +176,10 @@ def _ordinal(facts: Facts) -> Reason | None:
         ("nvidia-smi -L", show),
         evidence=(f"torch.cuda.warnings.{at}",),
     )
-    line = facts.torch.cuda.warnings[at]
-    return Reason("init_failed", f"CUDA initialisation failed: {line[:300]}", [fix])
+    line = paste_evidence.words(facts.torch.cuda.warnings[at])
+    code = re.search(r"Error \d+: invalid device ordinal", line)
+    said = code.group(0) if code else line[:300]
+    return Reason("init_failed", f"CUDA initialisation failed: {said}", [fix])
 
 
 def _unlisted_gpus(facts: Facts) -> Reason:
@@ -184,6 +187,10 @@ def _unlisted_gpus(facts: Facts) -> Reason:
     comes from torch's own words, and every fix first checks what the report does not say."""
     warnings = facts.torch.cuda.warnings
     paths = tuple(f"torch.cuda.warnings.{i}" for i in range(len(warnings)))
+    said = paste_evidence.words(warnings[0])[:200] if warnings else ""
+    if any("Found no NVIDIA driver" in w for w in warnings) and facts.platform.system == "Darwin":
+        fix = replace(NO_CUDA_ON_MACOS, evidence=paths)
+        return Reason("no_gpu", f"torch found no NVIDIA driver: {said}", [fix], False)
     if any("Found no NVIDIA driver" in w for w in warnings):
         fix = Remedy(
             "Check first that this machine has an NVIDIA GPU (`nvidia-smi`, or `lspci | grep -i "
@@ -192,8 +199,7 @@ def _unlisted_gpus(facts: Facts) -> Reason:
             ("nvidia-smi",),
             evidence=paths,
         )
-        why = f"torch found no NVIDIA driver: {warnings[0][:200]}"
-        return Reason("no_gpu", why, [fix], gpu_absence_known=False)
+        return Reason("no_gpu", f"torch found no NVIDIA driver: {said}", [fix], False)
     if warnings:
         fix = Remedy(
             "Check first that nvidia-smi lists the GPU (the report does not); then reload the "
@@ -201,7 +207,7 @@ def _unlisted_gpus(facts: Facts) -> Reason:
             ("nvidia-smi",),
             evidence=paths,
         )
-        return Reason("init_failed", f"CUDA initialisation failed: {warnings[0][:300]}", [fix])
+        return Reason("init_failed", f"CUDA initialisation failed: {said}", [fix])
     fix = Remedy(
         "The report does not list the GPUs or the driver: check first that nvidia-smi lists an "
         "NVIDIA GPU and its driver.",

@@ -102,7 +102,7 @@ def _support_problem(facts: Facts, base: str, details: dict) -> Problem | None:
 
 def _from_words(facts: Facts) -> Verdict | None:
     """A report without nvidia-smi's lines, but with torch's own words about the driver."""
-    if "nvml" in (facts.collected.carries or []):
+    if facts.collected.source in (None, "probe") or "nvml" in (facts.collected.carries or []):
         return None
     none_found = evidence(facts, "no-driver")
     too_old = evidence(facts, "driver-too-old")

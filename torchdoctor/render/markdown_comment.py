@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..paste_evidence import words
 from .common import closing, headline
 
 MARK = {"error": "✗", "warning": "!", "note": "·"}
@@ -42,12 +43,14 @@ def _quotes(facts: dict[str, Any]) -> list[str]:
     evidence = (facts.get("report") or {}).get("evidence") or []
     if not evidence:
         return []
+    shown: dict[str, Any] = {}
+    for e in evidence:  # one quote per line, however many kinds it carries
+        shown.setdefault(words(e.get("line")), e.get("at", "?"))
     out = ["**torch's own words in the paste (read as evidence):**"]
-    for e in evidence[:MAX_QUOTES]:
-        line = (e.get("line") or "")[:MAX_QUOTE]
-        out.append(f"> `{line}` (line {e.get('at', '?')})")
-    if len(evidence) > MAX_QUOTES:
-        out.append(f"> … and {len(evidence) - MAX_QUOTES} more")
+    for line, at in list(shown.items())[:MAX_QUOTES]:
+        out.append(f"> `{line[:MAX_QUOTE]}` (line {at})")
+    if len(shown) > MAX_QUOTES:
+        out.append(f"> … and {len(shown) - MAX_QUOTES} more")
     return out
 
 
