@@ -165,12 +165,16 @@ def test_found_no_nvidia_driver_warning_pytorch_74733():
     no_driver = found["cuda.driver.no-driver"]
     assert no_driver.level == "error"
     # The report lists no GPU: the fix checks that first, it does not assume one.
-    assert no_driver.remedies[0]["text"].startswith("Check first that the machine has an NVIDIA GPU")
+    assert no_driver.remedies[0]["text"].startswith(
+        "Check first that the machine has an NVIDIA GPU"
+    )
     assert "cuda.available.cuda-wheel-no-gpu" not in found
 
 
 def test_error_101_invalid_device_ordinal_at_cuda_init_pytorch_104152():
-    facts, report = paste("linux_torch2.0_cu118_error101_invalid_ordinal_pytorch_pytorch_104152.txt")
+    facts, report = paste(
+        "linux_torch2.0_cu118_error101_invalid_ordinal_pytorch_pytorch_104152.txt"
+    )
     [init_line] = [e for e in facts["report"]["evidence"] if e["kind"] == "cuda-init-error"]
     assert init_line["code"] == 101
     init = findings(report)["cuda.available.init-failed"]
