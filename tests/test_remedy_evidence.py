@@ -27,7 +27,9 @@ EXPECTS = ("auto", "cuda", "cpu")
 def scenarios() -> Iterator[tuple[str, dict]]:
     for path in sorted((HERE / "facts").glob("*.json")):
         yield path.stem, json.loads(path.read_text())
-    for path in sorted((HERE / "collect_env").iterdir()):
+    for path in sorted((HERE / "collect_env").rglob("*")):
+        if path.suffix not in (".txt", ".md"):
+            continue  # the blind labels (LABELS.csv), not a report
         parsed = collect_env.parse(path.read_text(errors="replace"))
         if parsed:
             yield f"collect_env/{path.name}", parsed
@@ -41,9 +43,8 @@ def walk() -> Iterator[tuple[str, str, dict, object]]:
         for expect in EXPECTS:
             for module in ALL:
                 ctx = Context(expect=expect)
-                v = not_in_report(record, getattr(module, "NEEDS", None)) or module.check(
-                    record, ctx
-                )
+                needs, kinds = getattr(module, "NEEDS", None), getattr(module, "EVIDENCE", ())
+                v = not_in_report(record, needs, kinds) or module.check(record, ctx)
                 for part in (v, *v.problems):
                     for remedy in part.remedies:
                         yield f"{name}[{expect}]", module.ID, raw, remedy

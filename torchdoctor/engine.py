@@ -90,7 +90,8 @@ def run_check(module: ModuleType, facts: Record | Facts, ctx: Context) -> CheckR
         facts = facts_record.load_facts(facts, errors=[])
     try:
         # A pasted report carries only some facts: checks judging others skip, never guess.
-        v = not_in_report(facts, getattr(module, "NEEDS", None)) or _within_expectation(
+        needs, kinds = getattr(module, "NEEDS", None), getattr(module, "EVIDENCE", ())
+        v = not_in_report(facts, needs, kinds) or _within_expectation(
             module, ctx, module.check(facts, ctx), facts
         )
         for p in v.problems:  # each problem's fixes end with a verify step

@@ -182,10 +182,20 @@ class TorchDistribution(Record):
 
 
 @record
+class CondaPackage(Record):
+    """A [conda] line of a pasted report: the channel says who installed it (pypi: pip)."""
+
+    version: Str
+    build: Str
+    channel: Str
+
+
+@record
 class Packages(Record):
     """The installed distributions (pip's view) and the NVIDIA wheels beside torch."""
 
     distributions: dict[str, Distribution]
+    conda: dict[str, CondaPackage]  # a pasted report's conda list
     torch_distributions: list[TorchDistribution]
     nvidia_wheels: dict[str, str]
     cuda_sizes: dict[str, float]
@@ -589,6 +599,33 @@ class Container(Record):
 
 
 @record
+class ReportEvidence(Record):
+    """One line of torch's own words pasted with a report (paste_evidence), and what it says."""
+
+    kind: Annotated[str, Required]
+    line: Str
+    at: Int  # line number in the pasted text
+    device: Str
+    capability: list[int]
+    arch_list: list[str]
+    driver_cuda: Str  # the CUDA version the driver supports, from "found version 10010"
+    library: Str
+    operator: Str
+    error: Str
+    code: Int
+    macos_floor: Str
+    torch_cuda: Str
+    companion_cuda: Str
+
+
+@record
+class PastedReport(Record):
+    """What a pasted report says beyond collect_env's fields."""
+
+    evidence: list[ReportEvidence]
+
+
+@record
 class Facts(Record):
     """Everything torchdoctor observed about one machine and one Python environment."""
 
@@ -605,6 +642,7 @@ class Facts(Record):
     toolchain: Toolchain
     interpreter: Interpreter
     container: Container
+    report: PastedReport
 
 
 def load_facts(data: Any, errors: list[str] | None = None) -> Facts:

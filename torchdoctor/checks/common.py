@@ -7,8 +7,8 @@ import shlex
 from dataclasses import dataclass
 
 from .. import evidence
-from ..data import compat, driver_archs
-from ..facts_record import Facts, NvmlDevice, ProbeError
+from ..data import compat, driver_archs, gpu_names
+from ..facts_record import Facts, NvmlDevice, ProbeError, ReportEvidence
 from ..model import Remedy, Status, Verdict, verdict
 
 
@@ -92,11 +92,14 @@ REPORT_WORDS = {
 }
 
 
-def not_in_report(facts: Facts, needs: tuple[str, ...] | None) -> Verdict | None:
+def not_in_report(
+    facts: Facts, needs: tuple[str, ...] | None, kinds: tuple[str, ...] = ()
+) -> Verdict | None:
     """For facts read from a pasted report (collect_env): a skip when the report does not carry
-    every fact path in ``needs`` (None: the check never declared what it judges). Never a guess."""
+    every fact path in ``needs`` (None: the check never declared what it judges), unless torch's
+    own words pasted with it are of a kind the check judges (``kinds``). Never a guess."""
     source = facts.collected.source
-    if source in (None, "probe"):
+    if source in (None, "probe") or pasted(facts, *kinds):
         return None
     carried = facts.collected.carries or []
     if needs is None:
@@ -158,12 +161,23 @@ def unpaired_companions(facts: Facts, release: str | None = None) -> list[str]:
     ]
 
 
+# The local tags of download.pytorch.org's wheel indexes (cu128, rocm6.2, cpu, xpu).
+_WHEEL_TAG = re.compile(r"cu\d{2,3}|rocm\d+(?:\.\d+){0,2}|cpu|xpu")
+
+
+def wheel_tag(version: str | None) -> str | None:
+    """'cu128' for '2.7.1+cu128'; None for a source or vendor build ('1.7.0a0+9ddd3df',
+    '2.0.0a0+ec3941ad.nv23.02'): its local version is a git hash, not a wheel index."""
+    tag = (version or "").partition("+")[2]
+    return tag if _WHEEL_TAG.fullmatch(tag) else None
+
+
 def current_variant(facts: Facts) -> str | None:
     """The wheel index the installed torch came from: its local tag, else what it was built with
     (PyPI's Linux wheel has no tag but is a CUDA build); None when that cannot be told."""
     version = torch_version_of(facts)
-    if version and "+" in version:
-        return version.split("+", 1)[1]
+    if version and wheel_tag(version):
+        return wheel_tag(version)
     cuda = facts.torch.build.cuda
     if cuda:
         return "cu" + "".join(str(p) for p in compat.parse_version(cuda)[:2])
@@ -410,3 +424,41 @@ def probe_stuck(facts: Facts, stages: tuple[str, ...]) -> Verdict | None:
 
 def stage_error(facts: Facts, stage: str) -> ProbeError | None:
     return facts.torch.stage_errors.get(stage)
+
+
+def pasted(facts: Facts, *kinds: str) -> list[tuple[str, ReportEvidence]]:
+    """torch's own words pasted with a report, of these kinds: (fact path, record) pairs, the
+    path being what a remedy resting on the line names (``report.evidence.3``)."""
+    return [
+        (f"report.evidence.{i}", e) for i, e in enumerate(facts.report.evidence) if e.kind in kinds
+    ]
+
+
+def quoted(found: list[tuple[str, ReportEvidence]]) -> dict[str, str]:
+    """Details that quote each evidence line, keyed by its fact path."""
+    return {path: e.line or "" for path, e in found}
+
+
+def device_capability(name: str | None, capability: list[int] | tuple[int, ...]) -> tuple[int, ...]:
+    """A GPU's compute capability: what NVML or torch said, else what its product name fixes
+    (an old driver's NVML cannot say it; a pasted report names GPUs only)."""
+    return tuple(capability) or (gpu_names.capability(name) or ())
+
+
+# No PyTorch wheel was ever built below sm_30 (Kepler): a GPU under it runs no wheel at all.
+EVER_FLOOR = (3, 0)
+
+
+def gpus_below_every_wheel(facts: Facts) -> bool:
+    """Every GPU NVIDIA's tools list is older than any GPU a PyTorch wheel was built for: no
+    driver update and no wheel makes torch use it (its last driver predates the CUDA torch uses)."""
+    caps = [device_capability(g.name, g.capability) for g in nvml_gpus(facts)]
+    return bool(caps) and all(len(c) == 2 and c < EVER_FLOOR for c in caps)
+
+
+def no_driver_helps(facts: Facts) -> Remedy:
+    return Remedy(
+        "No driver helps: the GPU is older than any PyTorch wheel supports (see cuda.devices); "
+        "use the CPU build of torch.",
+        evidence=("nvml.driver_version", "nvml.devices.0.name"),
+    )

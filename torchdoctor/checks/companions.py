@@ -8,11 +8,22 @@ the release tables, and the CUDA variant each was built for.
 
 from __future__ import annotations
 
+import re
+from datetime import date
+
 from .. import requirements
 from ..data import compat
 from ..facts_record import Distribution, Facts
 from ..model import Problem, Remedy, Status
-from .common import current_variant, grounded, python_cmd, torch_version_of, torch_version_path
+from .common import (
+    current_variant,
+    grounded,
+    python_cmd,
+    quote,
+    torch_version_of,
+    torch_version_path,
+    wheel_tag,
+)
 
 PACKAGES = ("torchvision", "torchaudio", "torchtext", "triton", "xformers")
 # What torch.install reports for a companion, by its first reason (torch.install.<code>).
@@ -36,7 +47,10 @@ def variant_of(version: str | None, torch_version: str | None, system: str | Non
     """The index a build came from: its local tag, or for an untagged Linux wheel PyPI's variant
     of that torch release (PyPI's Linux torchvision is a CUDA build)."""
     if version and "+" in version:
-        return version.split("+", 1)[1]
+        # A source build's local version is a git hash (0.8.0a0+a4736ea), not an index.
+        return wheel_tag(version)
+    if system in ("Windows", "Darwin"):
+        return "cpu"  # PyPI's torchvision/torchaudio for Windows and macOS are CPU builds
     row = compat.release(torch_version)
     return row.pypi if row and system == "Linux" else None
 
@@ -45,6 +59,8 @@ def _pairing(facts: Facts, pkg: str, version: str, torch_version: str) -> str | 
     """Why ``pkg`` ``version`` does not pair with this torch, from the pins and the tables."""
     dists = facts.packages.distributions
     public = compat.public_version(torch_version)
+    if _same_nightly(version, torch_version):
+        return None  # nightlies of one day pair, whatever their version numbers say
     pin = _pin_on(dists.get(pkg), "torch")
     if pin and compat.parse_version(pin) != compat.parse_version(public):
         return f"{pkg} {version} requires torch=={pin}, not {public}"
@@ -79,9 +95,22 @@ def _variant(facts: Facts, pkg: str, version: str, torch_version: str) -> str | 
     system = facts.platform.system
     ours, theirs = current_variant(facts), variant_of(version, torch_version, system)
     if ours and theirs and ours != theirs:
-        how = "" if "+" in version else f" (an untagged Linux wheel is PyPI's {theirs} build)"
+        where = system or ""
+        how = "" if "+" in version else f" (an untagged {where} wheel is PyPI's {theirs} build)"
         return f"{pkg} {version} is a {theirs} build{how} but torch {torch_version} is {ours}"
     return None
+
+
+def _nightly(version: str | None) -> date | None:
+    m = re.search(r"\.dev(\d{4})(\d{2})(\d{2})", version or "")
+    return date(*map(int, m.groups())) if m else None
+
+
+def _same_nightly(version: str, torch_version: str) -> bool:
+    """Nightly companions are built each day against that day's torch (torchaudio's version
+    number can lag torch's for months): same day or the next is a pair."""
+    ours, theirs = _nightly(torch_version), _nightly(version)
+    return bool(ours and theirs and abs((ours - theirs).days) <= 1)
 
 
 def _import_error(facts: Facts, pkg: str) -> str | None:
@@ -120,6 +149,13 @@ def _fix(facts: Facts, pkg: str, torch_version: str) -> Remedy:
             ),
         )
     exact = compat.companion_version(pkg, torch_version)
+    if not compat.release(torch_version):
+        # torchdoctor's release tables start at torch 1.8: name the pairing, not a version.
+        return Remedy(
+            f"Reinstall {pkg} at the release built for torch {public}, from the same wheel index "
+            f"as torch ({variant or 'its index'}); torchdoctor's tables do not go back that far.",
+            evidence=(f"packages.distributions.{pkg}.version", "torch.version"),
+        )
     if not exact:
         return Remedy(
             f"No {pkg} release is built for torch {public}: remove it, or move torch to a release "
@@ -129,15 +165,40 @@ def _fix(facts: Facts, pkg: str, torch_version: str) -> Remedy:
                 facts, f"packages.distributions.{pkg}.version", torch_version_path(facts)
             ),
         )
+    conda = _conda_channel(facts)
+    if conda:
+        return Remedy(
+            f"Reinstall {pkg} {exact}, the build for torch {public}, from the conda channel torch "
+            f"came from ({conda}).",
+            (f"conda install -c {conda} {pkg}={exact}",),
+            evidence=grounded(
+                facts,
+                f"packages.distributions.{pkg}.version",
+                torch_version_path(facts),
+                "packages.conda.pytorch.channel",
+                "packages.conda.torch.channel",
+            ),
+        )
     tag = f"+{variant}" if variant and compat.index_args(minor, variant)[1] else ""
+    # cmd.exe passes single quotes on literally; POSIX shells need them around ==.
+    req = f"{pkg}=={exact}{tag}"
+    spec = quote(facts, req) if facts.platform.system == "Windows" else f"'{req}'"
     return Remedy(
         f"Reinstall {pkg} {exact}, the build for torch {public}, from the same index as torch "
         "(--no-deps leaves torch as it is).",
-        (f"{pip} install --force-reinstall --no-deps '{pkg}=={exact}{tag}' {index}".rstrip(),),
+        (f"{pip} install --force-reinstall --no-deps {spec} {index}".rstrip(),),
         evidence=grounded(
             facts, f"packages.distributions.{pkg}.version", torch_version_path(facts)
         ),
     )
+
+
+def _conda_channel(facts: Facts) -> str | None:
+    """The conda channel torch itself came from, when conda (not pip inside conda) installed it:
+    a companion fix then goes through conda too, or the two package managers fight."""
+    conda = facts.packages.conda
+    own = conda.get("pytorch") or conda.get("torch")
+    return own.channel if own and own.channel and own.channel != "pypi" else None
 
 
 def problems(facts: Facts) -> list[Problem]:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from .. import paste_evidence
 from ..data import compat
 from ..facts_record import Facts
 from ..model import Problem, Remedy, Status, Verdict, from_problems, verdict
@@ -14,8 +15,10 @@ from .common import (
     Context,
     driver_install_hint,
     gpu_paths,
+    gpus_below_every_wheel,
     grounded,
     keep_driver_fixes,
+    no_driver_helps,
     nvml_gpus,
     probe_stuck,
     reinstall_torch,
@@ -29,6 +32,8 @@ TITLE = "CUDA usable from torch"
 ORDER = 60  # position in the report: basic facts first, the smoke test last
 # The facts judged here (a pasted report without them skips this check).
 NEEDS = ("torch.build", "torch.cuda", "nvml")
+# torch's own CUDA warnings pasted with a report are judged even when it lists no GPU lines.
+EVIDENCE = ("driver-too-old", "no-driver", "cuda-init-error", "not-compiled-with-cuda")
 # Why CUDA is unusable, each its own finding id (cuda.available.<code>), silenced alone.
 FINDINGS = {
     "hidden": "CUDA_VISIBLE_DEVICES hides every GPU",
@@ -57,6 +62,8 @@ class Reason:
     code: str
     text: str
     remedies: list[Remedy] = field(default_factory=list)
+    # False when the facts cannot show there is no GPU (a report without nvidia-smi's lines).
+    gpu_absence_known: bool = True
 
     def problem(self, status: Status, message: str, remedies: list[Remedy]) -> Problem:
         code = "unexplained" if self.code == "unknown" else self.code.replace("_", "-")
@@ -101,6 +108,8 @@ def _driver_state(facts: Facts) -> Reason | None:
         )
     ]
     remedies += keep_driver_fixes(facts, None, "Or keep this driver.", because)
+    if gpus_below_every_wheel(facts):
+        remedies = [no_driver_helps(facts)]
     found = re.search(r"found version \d+", warnings)
     return Reason(
         "driver_too_old",
@@ -143,6 +152,18 @@ def _init_failed(facts: Facts) -> Reason:
             ),
         )
         return Reason("init_failed", f"CUDA initialisation failed: {warnings[:300]}", [rem])
+    if not facts.nvml.driver_version:
+        # A report cut before its driver line: the usual cause is not in it; check it first.
+        cuda = facts.torch.build.cuda or "?"
+        need = compat.TOOLKIT_MIN_DRIVER.get(compat.cuda_major_minor(cuda) or "")
+        fix = Remedy(
+            "The report does not show the driver version: check first that nvidia-smi shows a "
+            f"driver new enough for the wheel's CUDA {cuda}" + (f" (≥ {need})." if need else "."),
+            ("nvidia-smi",),
+            evidence=("torch.build.cuda", "nvml.devices.0.name"),
+        )
+        why = "torch.cuda.is_available() is False and the report does not show the driver"
+        return Reason("unknown", why, [fix])
     if facts.platform.system == "Windows":
         # No /dev/nvidia-uvm on Windows: the driver install itself is the usual suspect.
         fix = Remedy(
@@ -162,11 +183,75 @@ def _init_failed(facts: Facts) -> Reason:
     return Reason("unknown", "NVML sees GPUs but torch.cuda.is_available() is False", [fix])
 
 
+def _ordinal(facts: Facts) -> Reason | None:
+    """Error 101 at initialisation: CUDA_VISIBLE_DEVICES (or a launcher) names a GPU index the
+    machine does not have."""
+    at = next(
+        (i for i, w in enumerate(facts.torch.cuda.warnings) if "invalid device ordinal" in w), None
+    )
+    if at is None:
+        return None
+    show = (
+        "echo %CUDA_VISIBLE_DEVICES%"
+        if facts.platform.system == "Windows"
+        else ("echo $CUDA_VISIBLE_DEVICES")
+    )
+    fix = Remedy(
+        "CUDA was told to use a GPU index this machine does not have (error 101): compare "
+        "CUDA_VISIBLE_DEVICES with the GPUs nvidia-smi lists, and unset it or fix the index.",
+        ("nvidia-smi -L", show),
+        evidence=(f"torch.cuda.warnings.{at}",),
+    )
+    line = paste_evidence.words(facts.torch.cuda.warnings[at])
+    code = re.search(r"Error \d+: invalid device ordinal", line)
+    said = code.group(0) if code else line[:300]
+    return Reason("init_failed", f"CUDA initialisation failed: {said}", [fix])
+
+
+def _unlisted_gpus(facts: Facts) -> Reason:
+    """A report without nvidia-smi's lines: whether there is a GPU is not known, so the reason
+    comes from torch's own words, and every fix first checks what the report does not say."""
+    warnings = facts.torch.cuda.warnings
+    paths = tuple(f"torch.cuda.warnings.{i}" for i in range(len(warnings)))
+    said = paste_evidence.words(warnings[0])[:200] if warnings else ""
+    if any("Found no NVIDIA driver" in w for w in warnings) and facts.platform.system == "Darwin":
+        fix = replace(NO_CUDA_ON_MACOS, evidence=paths)
+        return Reason("no_gpu", f"torch found no NVIDIA driver: {said}", [fix], False)
+    if any("Found no NVIDIA driver" in w for w in warnings):
+        fix = Remedy(
+            "Check first that this machine has an NVIDIA GPU (`nvidia-smi`, or `lspci | grep -i "
+            f"nvidia` on Linux; the report lists none); then install its driver "
+            f"({driver_install_hint(facts)}).",
+            ("nvidia-smi",),
+            evidence=paths,
+        )
+        return Reason("no_gpu", f"torch found no NVIDIA driver: {said}", [fix], False)
+    if warnings:
+        fix = Remedy(
+            "Check first that nvidia-smi lists the GPU (the report does not); then reload the "
+            "driver (reboot, or reload nvidia_uvm on Linux).",
+            ("nvidia-smi",),
+            evidence=paths,
+        )
+        return Reason("init_failed", f"CUDA initialisation failed: {said}", [fix])
+    fix = Remedy(
+        "The report does not list the GPUs or the driver: check first that nvidia-smi lists an "
+        "NVIDIA GPU and its driver.",
+        ("nvidia-smi",),
+        evidence=("torch.cuda.available",),
+    )
+    return Reason("unknown", "the report does not say whether an NVIDIA GPU is present", [fix])
+
+
 def _why_unavailable(facts: Facts, expect: str) -> Reason:
     """The most specific reason, checked from the cheapest explanation to the vaguest."""
-    found = _hidden(facts) or _driver_state(facts)
+    found = _hidden(facts) or _driver_state(facts) or _ordinal(facts)
     if found:
         return found
+    if facts.collected.source not in (None, "probe") and "nvml" not in (
+        facts.collected.carries or []
+    ):
+        return _unlisted_gpus(facts)
     if not nvml_gpus(facts):
         return _no_gpu(facts, expect)
     return _init_failed(facts)
@@ -198,7 +283,7 @@ def _cuda_build(facts: Facts, ctx: Context, details: dict) -> Verdict:
         return _rocm_unavailable(facts, ctx, details)
     reason = _why_unavailable(facts, ctx.expect)
     details["reason"] = reason.code
-    if reason.code == "no_gpu" and ctx.expect == "auto":
+    if reason.code == "no_gpu" and ctx.expect == "auto" and reason.gpu_absence_known:
         # gpu-wheel-no-gpu: nothing breaks, but the environment carries GBs of CUDA for nothing.
         fixes = [
             reinstall_torch(

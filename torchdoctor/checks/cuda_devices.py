@@ -2,20 +2,34 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .. import archs
 from ..data import compat
 from ..facts_record import Facts
 from ..model import Problem, Remedy, Status, Verdict, from_problems, verdict
-from .common import Context, gpu_paths, grounded, nvml_gpus, probe_stuck, wheel_fixes
+from .common import (
+    EVER_FLOOR,
+    Context,
+    device_capability,
+    gpu_paths,
+    grounded,
+    nvml_gpus,
+    pasted,
+    probe_stuck,
+    quoted,
+    wheel_fixes,
+)
 
 ID = "cuda.devices"
 TITLE = "CUDA devices and the wheel's arch list"
 ORDER = 70  # position in the report: basic facts first, the smoke test last
 # An accelerator-specific check: with --expect naming another target, its failures only warn.
 ACCELERATOR = "cuda"
+# A pasted report: the build must be in it, or torch's own "not compatible" warning.
+NEEDS = ("torch.build",)
+EVIDENCE = ("arch-unsupported",)
 # The problems it reports, one per GPU and kind, each its own finding id (cuda.devices.<code>).
 FINDINGS = {
     "none-visible": "CUDA expected, but torch sees no CUDA device",
@@ -71,17 +85,18 @@ def _torch_gpus(facts: Facts) -> list[Gpu]:
 def _nvml_gpus(facts: Facts) -> list[Gpu]:
     out = []
     for pos, g in enumerate(nvml_gpus(facts)):
+        cap = device_capability(g.name, g.capability)
         total, used = g.memory_total_bytes, g.memory_used_bytes
         free = total - used if total and used is not None else None
         row = {
             "index": g.index,
             "name": g.name,
-            "capability": g.capability or None,
+            "capability": list(cap) or None,
             "total_memory_bytes": total,
             "free_bytes": free,
         }
         path = f"nvml.devices.{pos}"
-        gpu = Gpu(g.index, g.name, tuple(g.capability), total, free, None, row, path)
+        gpu = Gpu(g.index, g.name, cap, total, free, None, row, path)
         gpu.memory_path = f"{path}.memory_used_bytes"
         out.append(gpu)
     return out
@@ -91,7 +106,10 @@ def _devices(facts: Facts) -> tuple[list[Gpu], str]:
     """Torch's view of the devices for an examined CUDA build (even when it sees none);
     NVML's otherwise (a CPU wheel on a GPU box, torch missing), so the GPUs are still judged."""
     if facts.torch.status == "ok" and facts.torch.build.variant in ("cuda", "rocm"):
-        return _torch_gpus(facts), "torch"
+        seen = _torch_gpus(facts)
+        # A report whose torch could not use CUDA still lists nvidia-smi's GPUs: judge those.
+        if seen or facts.collected.source in (None, "probe"):
+            return seen, "torch"
     return _nvml_gpus(facts), "nvml"
 
 
@@ -137,11 +155,11 @@ def _dropped(cap: tuple[int, int]) -> str:
 
 def _row(d: Gpu) -> str:
     cap = archs.fmt(d.capability) if d.capability else "?"
-    mem = f"{(d.total or 0) // MIB} MiB"
-    if d.free is not None:
-        mem = f"{d.free // MIB}/{mem} free"
+    mem = f", {d.total // MIB} MiB" if d.total else ""  # a pasted report has no memory sizes
+    if d.total and d.free is not None:
+        mem = f", {d.free // MIB}/{d.total // MIB} MiB free"
     sms = f", {d.sms} SMs" if d.sms else ""
-    return f"cuda:{d.index} {d.name} (sm {cap}{sms}, {mem})"
+    return f"cuda:{d.index} {d.name} (sm {cap}{sms}{mem})"
 
 
 def _none_visible(facts: Facts, ctx: Context, source: str) -> Verdict:
@@ -153,14 +171,47 @@ def _none_visible(facts: Facts, ctx: Context, source: str) -> Verdict:
     )
     if ctx.expect != "cuda":
         return verdict(Status.SKIP, f"{seen} (cuda.available says why)" if nvml_count else seen)
+    because = grounded(
+        facts,
+        "torch.cuda.device_count",
+        "torch.cuda.available",
+        "nvml.status",
+        *gpu_paths(facts, "name"),
+    )
+    if not because:
+        # A pasted report that says nothing of CUDA devices: unknown, not absent.
+        return verdict(Status.SKIP, "the report does not say whether torch sees a GPU")
     fix = Remedy(
         "Run where an NVIDIA GPU is visible (containers: `--gpus all`); cuda.available says why not.",
-        evidence=grounded(
-            facts, "torch.cuda.device_count", "nvml.status", *gpu_paths(facts, "name")
-        ),
+        evidence=because,
     )
     details = {"source": source, "nvml_gpus": nvml_count}
     return from_problems([Problem("none-visible", Status.FAIL, seen, [fix])], details, "")
+
+
+def _never_built(d: Gpu) -> Problem:
+    """A GPU below every wheel PyTorch ever published: named as such, never a driver to install
+    (its last driver predates every CUDA torch used) nor a wheel to try."""
+    sm, family = archs.fmt(d.capability), compat.family(d.capability)
+    why = (
+        f"cuda:{d.index} {d.name} (sm {sm}, {family}) is older than any GPU a PyTorch wheel was "
+        f"built for (sm {archs.fmt(EVER_FLOOR)} and up): no driver or wheel runs torch on it"
+    )
+    fix = Remedy(
+        "Use the CPU build of torch on this machine, or a GPU of compute capability 3.7 or "
+        "newer; no driver update or reinstall makes this GPU usable by torch.",
+        evidence=(f"{d.path}.name",),
+    )
+    return Problem("gpu-too-old", Status.FAIL, why, [fix])
+
+
+def _rests_on(facts: Facts, d: Gpu, remedies: list[Remedy]) -> list[Remedy]:
+    """The facts a wheel fix for this GPU rests on: the GPU, the build, the pasted warning."""
+    paths = [f"{d.path}.name"] if d.path else []
+    paths += ["torch.version"] if facts.torch.version else []
+    paths += ["torch.build.arch_list"] if facts.torch.build.arch_list else []
+    paths += [p for p, _ in pasted(facts, "arch-unsupported", "no-kernel-image")]
+    return [replace(r, evidence=tuple(dict.fromkeys((*r.evidence, *paths)))) for r in remedies]
 
 
 def _arch_problem(facts: Facts, d: Gpu, arch_list: list[str], devices: list[Gpu]) -> Problem | None:
@@ -192,7 +243,7 @@ def _arch_problem(facts: Facts, d: Gpu, arch_list: list[str], devices: list[Gpu]
     else:
         return None
     status = Status.WARN if code == "ptx-only" else Status.FAIL
-    return Problem(code, status, why, _arch_fix(facts, d, devices, fix))
+    return Problem(code, status, why, _rests_on(facts, d, _arch_fix(facts, d, devices, fix)))
 
 
 def _memory_problem(facts: Facts, d: Gpu) -> Problem | None:
@@ -236,12 +287,15 @@ def check(facts: Facts, ctx: Context) -> Verdict:
     found: list[Problem | None] = []
     for d in devices:
         d.row["arch_coverage"] = None
-        if judge_arch and len(d.capability) == 2:
+        if len(d.capability) == 2 and d.capability < EVER_FLOOR:
+            found.append(_never_built(d))
+        elif judge_arch and len(d.capability) == 2:
             found.append(_arch_problem(facts, d, arch_list, devices))
         found.append(_memory_problem(facts, d))
     found.append(_missing_gpus(facts, source, len(devices)))
     # CUDA_DEVICE_ORDER on mixed-GPU hosts is judged by the env check, once.
     details = {"source": source, "arch_list": arch_list, "devices": [d.row for d in devices]}
+    details |= quoted(pasted(facts, "arch-unsupported", "no-kernel-image"))
     summary = "; ".join(_row(d) for d in devices)
     # Failures first, so the summary leads with what breaks.
     problems = sorted((p for p in found if p), key=lambda p: -p.status.rank)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..data import compat
 from ..facts_record import Facts
 from ..model import Problem, Remedy, Status, Verdict, from_problems, verdict
@@ -9,8 +11,13 @@ from . import driver_state
 from .common import (
     NO_CUDA_ON_MACOS,
     Context,
+    driver_install_hint,
+    gpus_below_every_wheel,
     grounded,
     keep_driver_fixes,
+    no_driver_helps,
+    pasted,
+    quoted,
     upgrade_driver,
     wheel_for,
 )
@@ -20,6 +27,8 @@ TITLE = "NVIDIA driver vs the wheel's CUDA"
 ORDER = 50  # position in the report: basic facts first, the smoke test last
 # The facts judged here (a pasted report without them skips this check).
 NEEDS = ("nvml", "torch.build")
+# torch's own "no driver" / "driver too old" lines pasted with a report are judged without them.
+EVIDENCE = ("no-driver", "driver-too-old")
 # An accelerator-specific check: with --expect naming another target, its failures only warn.
 ACCELERATOR = "cuda"
 # The problems it reports, each its own finding id (cuda.driver.<code>).
@@ -84,6 +93,9 @@ def _support_problem(facts: Facts, base: str, details: dict) -> Problem | None:
     because = grounded(facts, "nvml.driver_version", "torch.build.cuda")
     fix_wheel = [] if same else keep_driver_fixes(facts, None, "Or keep this driver.", because)
     fixes = [upgrade_driver(need, facts=facts, because=because), *fix_wheel]
+    if gpus_below_every_wheel(facts):
+        # No driver for this GPU runs the wheel's CUDA, and no wheel runs on the GPU.
+        fixes = [no_driver_helps(facts)]
     if support == "minor_compat":
         why = (
             f"{base} runs the wheel's CUDA {wheel_cuda} only through minor-version compatibility "
@@ -96,10 +108,49 @@ def _support_problem(facts: Facts, base: str, details: dict) -> Problem | None:
     return Problem("too-old", Status.FAIL, why, fixes)
 
 
+def _from_words(facts: Facts) -> Verdict | None:
+    """A report without nvidia-smi's lines, but with torch's own words about the driver."""
+    if facts.collected.source in (None, "probe") or "nvml" in (facts.collected.carries or []):
+        return None
+    none_found = pasted(facts, "no-driver")
+    too_old = pasted(facts, "driver-too-old")
+    details = quoted(none_found + too_old)
+    paths = tuple(details)
+    if too_old:
+        e = too_old[0][1]
+        need = compat.TOOLKIT_MIN_DRIVER.get(compat.cuda_major_minor(facts.torch.build.cuda) or "")
+        why = (
+            f"torch says the NVIDIA driver is too old (it supports CUDA {e.driver_cuda or '?'}; "
+            f"the wheel's CUDA is {facts.torch.build.cuda or 'not in the report'})"
+        )
+        fix = replace(upgrade_driver(need, facts=facts), evidence=paths)
+        return from_problems([Problem("too-old", Status.FAIL, why, [fix])], details, "")
+    if none_found and facts.torch.build.variant == "cuda":
+        fix = (
+            replace(NO_CUDA_ON_MACOS, evidence=paths)
+            if facts.platform.system == "Darwin"
+            else Remedy(
+                "Check first that the machine has an NVIDIA GPU (the report lists none: "
+                "`nvidia-smi`, `lspci | grep -i nvidia`); then install its driver "
+                f"({driver_install_hint(facts)}).",
+                ("nvidia-smi",),
+                evidence=paths,
+            )
+        )
+        why = "torch found no NVIDIA driver on the machine (its own warning, quoted)"
+        return from_problems([Problem("no-driver", Status.FAIL, why, [fix])], details, "")
+    return verdict(Status.SKIP, "not in the report (needs NVIDIA driver or GPU lines)", details)
+
+
 def check(facts: Facts, ctx: Context) -> Verdict:
+    words = _from_words(facts)
+    if words:
+        return words
     nv = facts.nvml
     if nv.status != "ok":
         return _no_driver(facts, ctx)
+    if not nv.driver_version:
+        return verdict(Status.SKIP, "not in the report (needs the NVIDIA driver version line)")
     wheel_cuda = facts.torch.build.cuda
     driver = nv.driver_version
     max_cuda = cuda_from_driver_api(nv.cuda_driver_version)

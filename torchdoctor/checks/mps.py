@@ -78,14 +78,23 @@ def _too_old(facts: Facts, details: dict[str, Any], bad: Status) -> Verdict | No
         )
     version = facts.torch.version
     floor = min_macos(version)
+    mac = facts.platform.mac_ver or ""
+    macv = tuple(int(x) for x in mac.split(".")[:2] if x.isdigit())
+    if _intel_mac(facts, macv):
+        return verdict(
+            Status.SKIP,
+            "MPS needs an arm64 Python on Apple Silicon; this Python is x86_64",
+            details,
+        )
     if floor is None:
+        also = " and macOS 12.3 or later" if macv and macv < OLD_MIN_MACOS else ""
         return verdict(
             bad,
             f"torch {version} predates MPS (added in torch 1.12)",
             details,
             [
                 Remedy(
-                    "Upgrade torch to use the GPU of an Apple Silicon Mac.",
+                    f"Upgrade torch (1.12 or later){also} to use the GPU of this Apple Silicon Mac.",
                     evidence=grounded(
                         facts,
                         "platform.system",
@@ -98,8 +107,6 @@ def _too_old(facts: Facts, details: dict[str, Any], bad: Status) -> Verdict | No
                 )
             ],
         )
-    mac = facts.platform.mac_ver or ""
-    macv = tuple(int(x) for x in mac.split(".")[:2] if x.isdigit())
     if macv and macv < floor and not facts.torch.mps.available:
         fixes = [
             Remedy(
@@ -139,6 +146,13 @@ def _too_old(facts: Facts, details: dict[str, Any], bad: Status) -> Verdict | No
             fixes,
         )
     return None
+
+
+def _intel_mac(facts: Facts, macv: tuple[int, ...]) -> bool:
+    """An x86_64 Python outside Rosetta, or a macOS older than 11 (no Apple Silicon Mac ever ran
+    one): no MPS to upgrade to."""
+    x86 = facts.platform.machine == "x86_64" and not facts.platform.rosetta
+    return x86 or bool(macv and macv < (11, 0))
 
 
 def _backend(facts: Facts, details: dict[str, Any], bad: Status) -> Verdict:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from ..data import gpu_names
 from ..facts_record import CudaDevice, Facts, Nodes
 from ..model import Problem, Remedy, Status, Verdict, from_problems, verdict
-from .common import Context, grounded, probe_stuck, torch_ok, torch_unavailable
+from .common import Context, grounded, pasted, probe_stuck, quoted, torch_ok, torch_unavailable
 
 ID = "rocm"
 TITLE = "ROCm (AMD GPUs)"
@@ -18,6 +19,9 @@ FINDINGS = {
     "gfx-unsupported": "a GPU whose gfx target the wheel was not built for",
     "no-gpu": "a ROCm build of torch that sees no AMD GPU",
 }
+
+# torch's own "HIP error: invalid device function" pasted with a report is judged here.
+EVIDENCE = ("hip-invalid-device-function",)
 
 DOCKER_FLAGS = "--device=/dev/kfd --device=/dev/dri --group-add video --group-add render"
 
@@ -106,7 +110,38 @@ def target_problem(device: CudaDevice, targets: list[str], bad: Status) -> Probl
     )
 
 
+def _invalid_function(facts: Facts, bad: Status) -> Verdict | None:
+    """A pasted 'HIP error: invalid device function': the ROCm build has no kernels for the GPU's
+    gfx target. A report that does not name the GPU gets what to check first."""
+    found = pasted(facts, *EVIDENCE)
+    if not found or facts.collected.source in (None, "probe"):
+        return None
+    targets = {
+        (d.gcn_arch_name or "").split(":")[0] or gpu_names.gfx_target(d.name)
+        for d in facts.torch.cuda.devices
+    } - {None, ""}
+    which = f"the GPU's target ({', '.join(sorted(targets))})" if targets else "the GPU's target"
+    unnamed = "" if targets else "; the report does not name the GPU"
+    why = f"HIP error: invalid device function: this ROCm build of torch has no kernels for {which}"
+    fix = Remedy(
+        "Check first which gfx target the GPU is and which targets this torch was built for; "
+        "then install a ROCm build of torch whose targets include it, or (unofficial) set "
+        "HSA_OVERRIDE_GFX_VERSION to a supported target of the same family.",
+        (
+            "rocminfo | grep -m1 -o 'gfx[0-9a-f]*'",
+            'python -c "import torch; print(torch.cuda.get_arch_list())"',
+        ),
+        evidence=tuple(p for p, _ in found),
+    )
+    problem = Problem("gfx-unsupported", bad, why + unnamed, [fix])
+    return from_problems([problem], quoted(found), "")
+
+
 def check(facts: Facts, ctx: Context) -> Verdict:
+    bad = Status.WARN if ctx.expect in ("cpu", "mps") else Status.FAIL
+    pasted = _invalid_function(facts, bad)
+    if pasted:
+        return pasted
     if not torch_ok(facts):
         return torch_unavailable(facts)
     build = facts.torch.build
@@ -126,7 +161,6 @@ def check(facts: Facts, ctx: Context) -> Verdict:
         "nodes": nodes.raw or None,
         "hsa_override_gfx_version": override,
     }
-    bad = Status.WARN if ctx.expect in ("cpu", "mps") else Status.FAIL
     found = node_problems(nodes, bad) + [target_problem(d, targets, bad) for d in devices]
     problems = [p for p in found if p]
     if not devices and not problems:

@@ -70,7 +70,9 @@ MAJOR_FLOOR_DRIVER: dict[int, str] = {11: "450.80.02", 12: "525.60.13", 13: "580
 
 # --- GPU families by compute capability (for messages) ------------------------------------------
 FAMILY_BY_CAPABILITY: dict[tuple[int, int], str] = {
-    (3, 5): "Kepler", (3, 7): "Kepler",
+    (1, 0): "Tesla", (1, 1): "Tesla", (1, 2): "Tesla", (1, 3): "Tesla",
+    (2, 0): "Fermi", (2, 1): "Fermi",
+    (3, 0): "Kepler", (3, 2): "Kepler", (3, 5): "Kepler", (3, 7): "Kepler",
     (5, 0): "Maxwell", (5, 2): "Maxwell", (5, 3): "Maxwell",
     (6, 0): "Pascal", (6, 1): "Pascal", (6, 2): "Pascal",
     (7, 0): "Volta", (7, 2): "Volta",

@@ -7,10 +7,14 @@ from typing import Any
 from tabulate import tabulate
 
 from ..evidence import because
+from . import markdown_comment
 from .common import MARKS, closing, examined, flatten, headline
 
 
 def render(doc: dict[str, Any], verbose: bool = False, color: bool = False) -> str:
+    # A pasted report is diagnosed for its reporter: a comment to post, not a machine's table.
+    if doc.get("facts", {}).get("collected", {}).get("source") == "collect_env" and not verbose:
+        return markdown_comment.render(doc)
     rows = [
         [MARKS[c["status"]], f"`{c['id']}`", c["status"], c["summary"].replace("|", "\\|")]
         for c in doc["checks"]
