@@ -75,7 +75,12 @@ def test_ld_preload_of_a_cuda_library_fails(facts):
     lib.update(path=path, origin="system", wheel=None)
     result = judge(f, "torch.libs")
     assert result.status == Status.FAIL and "LD_PRELOAD" in result.summary
-    assert "unset LD_PRELOAD" in commands(result)
+    # LD_PRELOAD is not set in this environment: the preload came from /etc/ld.so.preload, and
+    # `unset LD_PRELOAD` would change nothing (issue 25: no side remedy without evidence).
+    assert "unset LD_PRELOAD" not in commands(result)
+    assert "cat /etc/ld.so.preload" in commands(result)
+    f["env"]["LD_PRELOAD"] = path
+    assert "unset LD_PRELOAD" in commands(judge(f, "torch.libs"))
 
 
 def test_healthy_wheel_set_passes_and_names_paths(facts):
