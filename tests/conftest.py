@@ -61,7 +61,7 @@ def _report_schema() -> dict:
     return json.loads(text)
 
 
-# The one published schema every command's JSON validates against (torchdoctor.findings).
+# The one published schema every command's JSON validates against (torchdoctor.report.findings).
 REPORT_SCHEMA = _report_schema()
 
 

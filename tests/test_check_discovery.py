@@ -5,8 +5,8 @@ from __future__ import annotations
 import pkgutil
 from pathlib import Path
 
-import torchdoctor.checks as checks_pkg
-from torchdoctor.checks import ALL
+import torchdoctor.check.checks as checks_pkg
+from torchdoctor.check.checks import ALL
 
 
 def test_every_module_that_declares_a_check_is_discovered():

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import copy
 
-from torchdoctor import engine
-from torchdoctor.checks.common import Context
-from torchdoctor.model import Status
+from torchdoctor.check import engine
+from torchdoctor.check.checks.common import Context
+from torchdoctor.report.result import Status
 
 from .conftest import load_facts
 

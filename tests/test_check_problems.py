@@ -8,10 +8,11 @@ import json
 
 import pytest
 
-from torchdoctor import docs, engine
-from torchdoctor.checks import ALL
-from torchdoctor.checks.common import Context
-from torchdoctor.findings import Selection
+from torchdoctor.check import engine
+from torchdoctor.check.checks import ALL
+from torchdoctor.check.checks.common import Context
+from torchdoctor.report import docs
+from torchdoctor.report.findings import Selection
 
 from .conftest import FACTS_DIR, REPO, load_facts, run_cli
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from torchdoctor import engine
-from torchdoctor.checks import by_id
-from torchdoctor.checks.common import Context
-from torchdoctor.facts_record import load_facts as typed
-from torchdoctor.model import Status
+from torchdoctor.check import engine
+from torchdoctor.check.checks import by_id
+from torchdoctor.check.checks.common import Context
+from torchdoctor.check.record import load_facts as typed
+from torchdoctor.report.result import Status
 
 from .conftest import FACTS_DIR
 

@@ -218,7 +218,7 @@ def test_interpreter_without_torch(tmp_path):
 
 def test_internal_error_is_one_line_exit_3(tmp_path):
     code = (
-        "import sys, torchdoctor.engine as e\n"
+        "import sys, torchdoctor.check.engine as e\n"
         "def boom(*a, **k): raise RuntimeError('simulated bug')\n"
         "e.diagnose = boom\n"
         "from torchdoctor.cli import main\nmain(sys.argv[1:])"

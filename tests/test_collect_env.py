@@ -13,10 +13,10 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from torchdoctor import collect_env, engine
-from torchdoctor.checks.common import Context
-from torchdoctor.facts import load
-from torchdoctor.model import Status
+from torchdoctor.check import collect_env, engine
+from torchdoctor.check.checks.common import Context
+from torchdoctor.check.facts import load
+from torchdoctor.report.result import Status
 
 from .conftest import REPO, run_cli
 
@@ -429,7 +429,7 @@ def test_no_kernel_image_blackwell_report_never_gets_a_wheel_without_sm_120():
 
 
 def test_redacting_a_report_on_a_host_named_vm_keeps_the_nvml_section_name():
-    from torchdoctor.redact import redact
+    from torchdoctor.report.redact import redact
 
     facts = load(str(DIR / "issue_body_fenced_two_gpus.md"))
     out = redact(facts, [("vm", "<host>")])

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from torchdoctor.checks import container as container_check
-from torchdoctor.checks import cuda_available, host
-from torchdoctor.checks.common import Context
-from torchdoctor.facts_record import load_facts as typed
+from torchdoctor.check.checks import container as container_check
+from torchdoctor.check.checks import cuda_available, host
+from torchdoctor.check.checks.common import Context
+from torchdoctor.check.record import load_facts as typed
 from torchdoctor.probes import container as probe
 from torchdoctor.probes.child import dist_sizes
 from torchdoctor.probes.host import cgroup_limits, selected_env

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from torchdoctor import progress
+from torchdoctor.check import progress
 
 from .conftest import REPO
 

@@ -17,9 +17,9 @@ from importlib import resources
 import jsonschema
 import pytest
 
-from torchdoctor import engine
-from torchdoctor.checks.common import Context
-from torchdoctor.cluster import bandwidth, fleet, launch
+from torchdoctor.check import engine
+from torchdoctor.check.checks.common import Context
+from torchdoctor.cluster import bandwidth, fleet, fleet_common, launch
 from torchdoctor.cluster.render import render_text
 from torchdoctor.cluster.worker import apply_override, within
 
@@ -71,7 +71,8 @@ def rank_record(rank: int, host: str, local_rank: int, world: int, report=None, 
             "memory_total_bytes": 85520809984,
         },
         "collectives": {
-            op: {"status": "pass", "summary": "ok", "seconds": 0.01} for op in fleet.COLLECTIVES
+            op: {"status": "pass", "summary": "ok", "seconds": 0.01}
+            for op in fleet_common.COLLECTIVES
         },
         "bandwidth": [
             bandwidth.measure("all_reduce", 128 << 20, 0.0018, world),
@@ -260,10 +261,10 @@ def test_reaggregate_rejects_what_is_not_a_fleet_report():
 
 
 def test_rank_ranges_and_where():
-    assert fleet.rank_ranges([7, 0, 1, 2, 5, 8]) == "0-2,5,7-8"
-    assert fleet.where([3], {3: "n0"}) == "rank 3 (n0)"
+    assert fleet_common.rank_ranges([7, 0, 1, 2, 5, 8]) == "0-2,5,7-8"
+    assert fleet_common.where([3], {3: "n0"}) == "rank 3 (n0)"
     hosts = {r: f"n{r // 2}" for r in range(10)}
-    assert fleet.where(list(range(10)), hosts) == "ranks 0-9 (n0, n1, n2 and 2 more)"
+    assert fleet_common.where(list(range(10)), hosts) == "ranks 0-9 (n0, n1, n2 and 2 more)"
 
 
 def test_bus_bandwidth_follows_nccl_tests():

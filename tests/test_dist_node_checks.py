@@ -13,7 +13,7 @@ import time
 import pytest
 from click.testing import CliRunner
 
-from torchdoctor import gather as gathering
+from torchdoctor.check import gather as gathering
 from torchdoctor.cli import cli
 from torchdoctor.cluster import worker
 from torchdoctor.cluster.launch import from_env

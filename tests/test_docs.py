@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from torchdoctor import docs
-from torchdoctor.checks import ALL
+from torchdoctor.check.checks import ALL
+from torchdoctor.report import docs
 
 from .conftest import REPO, run_cli
 
@@ -62,10 +62,13 @@ def test_sarif_rules_point_at_their_pages(tmp_path):
 def test_every_audit_export_and_inspect_finding_id_has_a_page():
     import re
 
-    source = "".join(
-        (REPO / "torchdoctor" / name).read_text(encoding="utf-8")
-        for name in ("export_checklist.py", "export_audit.py", "model_audit.py", "checkpoint.py")
-    ) + (REPO / "torchdoctor" / "cluster" / "fleet.py").read_text(encoding="utf-8")
+    package = REPO / "torchdoctor"
+    files = [
+        *sorted((package / "export").glob("*.py")),
+        package / "inspect" / "checkpoint.py",
+        *sorted((package / "cluster").glob("fleet*.py")),
+    ]
+    source = "".join(path.read_text(encoding="utf-8") for path in files)
     ids = set(re.findall(r'"((?:export|inspect|fleet)\.[a-z_-]+)"', source)) | set(docs.AUDIT_IDS)
     assert len(ids) >= 30
     missing = [i for i in sorted(ids) if not (DOCS / docs.finding_page(i)).is_file()]

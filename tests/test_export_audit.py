@@ -15,7 +15,7 @@ torch = pytest.importorskip("torch", reason="torch is not installed here")
 from torch import nn  # noqa: E402
 
 import torchdoctor  # noqa: E402
-from torchdoctor import export_audit  # noqa: E402
+from torchdoctor.export import audit as export_audit  # noqa: E402
 
 ONNX_MISSING = export_audit.missing_onnx_packages()
 VIAS = [

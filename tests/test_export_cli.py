@@ -10,9 +10,9 @@ import textwrap
 import jsonschema
 import pytest
 
-from torchdoctor import export_report as er
-from torchdoctor.findings import Selection
+from torchdoctor.export import report as er
 from torchdoctor.probes.runner import ProbeRun
+from torchdoctor.report.findings import Selection
 
 from .conftest import REPORT_SCHEMA, run_cli
 
@@ -134,7 +134,7 @@ def test_report_and_text_from_probe_stages():
 
 def test_the_cli_side_never_imports_torch():
     code = (
-        "import sys, torchdoctor.cli_audit, torchdoctor.export_report;"
+        "import sys, torchdoctor.cli.audit, torchdoctor.export.report;"
         "assert 'torch' not in sys.modules; print(callable(torchdoctor.audit_export))"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

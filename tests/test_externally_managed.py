@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from torchdoctor import engine
-from torchdoctor.checks import by_id
-from torchdoctor.checks.common import Context
+from torchdoctor.check import engine
+from torchdoctor.check.checks import by_id
+from torchdoctor.check.checks.common import Context
 
 from .conftest import run_cli
 

@@ -9,10 +9,10 @@ import json
 import jsonschema
 import pytest
 
-from torchdoctor import engine
-from torchdoctor.checks import ALL
-from torchdoctor.checks.common import Context
-from torchdoctor.facts_record import Facts, empty_facts, facts_schema, load_facts
+from torchdoctor.check import engine
+from torchdoctor.check.checks import ALL
+from torchdoctor.check.checks.common import Context
+from torchdoctor.check.record import Facts, empty_facts, facts_schema, load_facts
 from torchdoctor.typed_json import Record, ShapeError, fields_of
 
 from .conftest import REPO
@@ -25,7 +25,7 @@ VALIDATOR = jsonschema.Draft202012Validator(facts_schema())
 
 
 def test_published_schema_is_generated_from_the_record():
-    """Regenerate with `python -m torchdoctor.facts_record > torchdoctor/schema/facts.schema.json`."""
+    """Regenerate with `python -m torchdoctor.check.record > torchdoctor/schema/facts.schema.json`."""
     assert json.loads(SCHEMA_FILE.read_text()) == facts_schema()
     jsonschema.Draft202012Validator.check_schema(facts_schema())
 

@@ -22,8 +22,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from torchdoctor.check.record import load_facts
 from torchdoctor.cli import main
-from torchdoctor.facts_record import load_facts
 
 from .conftest import FACTS_DIR, REPO, needs_torch, run_cli
 

@@ -11,7 +11,7 @@ from importlib import resources
 import jsonschema
 import pytest
 
-from torchdoctor.findings import Finding, Selection, exit_code, id_matches, split
+from torchdoctor.report.findings import Finding, Selection, exit_code, id_matches, split
 
 from .conftest import FACTS_DIR, REPO
 

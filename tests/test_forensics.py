@@ -7,13 +7,14 @@ import os
 
 import pytest
 
-from torchdoctor import alloc_conf, engine, requirements
-from torchdoctor.checks import by_id
-from torchdoctor.checks.common import Context
-from torchdoctor.findings import Selection
-from torchdoctor.model import Status
+from torchdoctor.check import engine, requirements
+from torchdoctor.check.checks import by_id
+from torchdoctor.check.checks.common import Context
+from torchdoctor.data import alloc_conf
 from torchdoctor.probes import toolchain
 from torchdoctor.probes.child import libs_probe
+from torchdoctor.report.findings import Selection
+from torchdoctor.report.result import Status
 
 from .conftest import needs_torch, run_cli
 

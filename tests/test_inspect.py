@@ -12,9 +12,9 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from torchdoctor.checkpoint import dangerous_globals
+from torchdoctor.inspect.checkpoint import dangerous_globals
+from torchdoctor.inspect.weights_only import WEIGHTS_ONLY_ALLOWED
 from torchdoctor.probes.child import pickle_scan
-from torchdoctor.weights_only import WEIGHTS_ONLY_ALLOWED
 
 from .conftest import REPO, REPORT_SCHEMA, needs_torch, run_cli
 
@@ -335,7 +335,7 @@ def test_real_torch_save_files_are_not_flagged(ckpts):
 
 
 def test_crafted_cuda_location_does_not_crash():
-    from torchdoctor.checkpoint import _loadable_here
+    from torchdoctor.inspect.checkpoint import _loadable_here
 
     machine = {"cuda_available": True, "cuda_device_count": 2}
     assert _loadable_here("cuda:1", machine) and _loadable_here("cuda", machine)

@@ -7,9 +7,9 @@ import re
 
 import pytest
 
-from torchdoctor import engine
-from torchdoctor.checks import by_id
-from torchdoctor.checks.common import Context
+from torchdoctor.check import engine
+from torchdoctor.check.checks import by_id
+from torchdoctor.check.checks.common import Context
 from torchdoctor.data import compat
 
 NEWEST = compat.newest_release()

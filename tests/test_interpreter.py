@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from torchdoctor import interpreter
-from torchdoctor.render import RENDERERS
-from torchdoctor.render.common import examined
+from torchdoctor.check import interpreter
+from torchdoctor.report.render import RENDERERS
+from torchdoctor.report.render.common import examined
 
 from .conftest import REPO, needs_torch, run_cli
 
@@ -212,7 +212,7 @@ def test_only_a_program_that_never_spoke_the_probe_protocol_is_refused():
 
 def test_choosing_a_python_never_imports_torch_here(tmp_path):
     code = (
-        "import sys\nfrom torchdoctor import interpreter\n"
+        "import sys\nfrom torchdoctor.check import interpreter\n"
         f"c = interpreter.choose(None, {{'VIRTUAL_ENV': {str(tmp_path)!r}, 'PATH': ''}})\n"
         "assert 'torch' not in sys.modules, 'torch was imported'\nprint(c.source)"
     )

@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from torchdoctor import collect_env, engine
-from torchdoctor.checks.common import Context
+from torchdoctor.check import collect_env, engine
+from torchdoctor.check.checks.common import Context
+from torchdoctor.check.facts import load
 from torchdoctor.data import gpu_names
-from torchdoctor.facts import load
-from torchdoctor.model import Status
+from torchdoctor.report.result import Status
 
 from .conftest import run_cli
 

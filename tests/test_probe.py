@@ -9,7 +9,7 @@ import textwrap
 import time
 from pathlib import Path
 
-from torchdoctor.gather import torch_facts_from_run
+from torchdoctor.check.gather import torch_facts_from_run
 from torchdoctor.probes.child import torch_probe
 from torchdoctor.probes.runner import child_argv, run_probe
 

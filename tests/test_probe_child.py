@@ -105,22 +105,14 @@ def test_child_bootstrap_puts_neither_its_folder_nor_the_cwd_on_sys_path(fake_ch
 def test_import_facts_loads_no_probe_module():
     """Reading and judging facts (facts.py, the engine and its checks) never loads a probe."""
     code = (
-        "import sys, torchdoctor.facts, torchdoctor.engine\n"
+        "import sys, torchdoctor.check.facts, torchdoctor.check.engine\n"
         "print([m for m in sys.modules if m.startswith('torchdoctor.probes') "
-        "or m == 'torchdoctor.gather'])"
+        "or m == 'torchdoctor.check.gather'])"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     )
     assert out.stdout.strip() == "[]"
-
-
-def test_moved_gathering_names_still_resolve_through_facts():
-    from torchdoctor import facts, gather
-
-    assert facts.gather is gather.gather and facts.GatherOptions is gather.GatherOptions
-    with pytest.raises(AttributeError):
-        facts.no_such_name  # noqa: B018 - the attribute access is the test
 
 
 def _is_sys_path_edit(node: ast.AST) -> bool:
@@ -151,7 +143,7 @@ def test_the_check_above_catches_an_insert_of_the_scripts_folder():
 
 
 # The torch-side audit API that export_probe loads by file location, in the child, beside torch.
-CHILD_MAY_IMPORT = {"torchdoctor.export_audit", "torchdoctor.export_checklist"}
+CHILD_MAY_IMPORT = {"torchdoctor.export.audit", "torchdoctor.export.checklist"}
 
 
 def test_child_modules_import_only_the_stdlib_and_each_other_at_load_time():

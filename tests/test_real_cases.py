@@ -8,11 +8,11 @@ import copy
 
 import pytest
 
-from torchdoctor import engine
-from torchdoctor.checks import by_id
-from torchdoctor.checks.common import Context, wheel_fixes
-from torchdoctor.facts_record import load_facts as typed
-from torchdoctor.model import Status
+from torchdoctor.check import engine
+from torchdoctor.check.checks import by_id
+from torchdoctor.check.checks.common import Context, wheel_fixes
+from torchdoctor.check.record import load_facts as typed
+from torchdoctor.report.result import Status
 
 
 def judge(facts: dict, check_id: str, expect: str = "auto"):

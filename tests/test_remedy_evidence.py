@@ -15,10 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from torchdoctor import collect_env, evidence, remedy_audit
-from torchdoctor.checks import ALL
-from torchdoctor.checks.common import Context, not_in_report
-from torchdoctor.facts_record import load_facts
+from torchdoctor.check import collect_env, remedy_audit
+from torchdoctor.check.checks import ALL
+from torchdoctor.check.checks.common import Context, not_in_report
+from torchdoctor.check.record import load_facts
+from torchdoctor.report import evidence
 
 HERE = Path(__file__).parent
 EXPECTS = ("auto", "cuda", "cpu")

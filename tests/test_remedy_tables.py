@@ -8,8 +8,7 @@ import re
 
 import pytest
 
-from torchdoctor import alloc_conf
-from torchdoctor.data import alloc_keys, compat, driver_archs, torch_env
+from torchdoctor.data import alloc_conf, alloc_keys, compat, driver_archs, torch_env
 
 
 def test_every_variable_row_has_a_source_and_known_vocabulary() -> None:

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from torchdoctor.checks import shadowing
-from torchdoctor.checks.common import Context
-from torchdoctor.facts_record import load_facts as typed
-from torchdoctor.model import Status
+from torchdoctor.check.checks import shadowing
+from torchdoctor.check.checks.common import Context
+from torchdoctor.check.record import load_facts as typed
 from torchdoctor.probes.child.locate import find_torch
+from torchdoctor.report.result import Status
 
 from .conftest import needs_torch
 

@@ -7,14 +7,14 @@ import json
 
 import pytest
 
-from torchdoctor import engine, gather_smoke
-from torchdoctor.checks import by_id
-from torchdoctor.checks.common import Context
-from torchdoctor.facts_record import load_facts as typed
-from torchdoctor.findings import Selection
-from torchdoctor.model import Status
+from torchdoctor.check import engine, gather_smoke
+from torchdoctor.check.checks import by_id
+from torchdoctor.check.checks.common import Context
+from torchdoctor.check.record import load_facts as typed
 from torchdoctor.probes.child import smoke_probe
 from torchdoctor.probes.runner import ProbeRun
+from torchdoctor.report.findings import Selection
+from torchdoctor.report.result import Status
 
 from .conftest import needs_torch, run_cli
 from .facts.build_corpus import gpu_smoke

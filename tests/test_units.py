@@ -6,10 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from torchdoctor import archs
-from torchdoctor.data import compat
+from torchdoctor.data import archs, compat
 from torchdoctor.probes.host import cgroup_limits, selected_env
-from torchdoctor.redact import redact
+from torchdoctor.report.redact import redact
 
 
 @pytest.mark.parametrize(

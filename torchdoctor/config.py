@@ -27,7 +27,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from .findings import Selection
+from .report.findings import Selection
 from .safeio import InputError, read_text_bounded
 
 if sys.version_info >= (3, 11):

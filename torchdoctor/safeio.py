@@ -141,3 +141,35 @@ def _kind(mode: int) -> str:
 
 def _size(n: int) -> str:
     return f"{n / MiB:.0f} MiB" if n >= MiB else f"{n} bytes"
+
+
+def write_stdout(text: str) -> str | None:
+    """Write ``text`` to stdout and flush it now; why it could not be written, or None.
+
+    A reader that went away (``| head``) is not a failure: the report's exit code still stands.
+    A closed stdout or a full disk behind ``>`` is, since the report was lost.
+    """
+    out = sys.stdout
+    if out is None:  # started with stdout closed (`>&-`)
+        return "cannot write the report: standard output is closed"
+    try:
+        out.write(text)
+        out.flush()
+    except BrokenPipeError:
+        _stdout_to_devnull()
+    except (OSError, ValueError) as exc:  # ENOSPC, EIO, EBADF; ValueError: closed file object
+        _stdout_to_devnull()
+        return (
+            f"cannot write the report to standard output: {getattr(exc, 'strerror', None) or exc}"
+        )
+    return None
+
+
+def _stdout_to_devnull() -> None:
+    """Point fd 1 at /dev/null so the buffered rest, flushed at exit, cannot fail again."""
+    try:
+        fd = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(fd, sys.stdout.fileno())
+        os.close(fd)
+    except (OSError, ValueError, AttributeError):
+        pass

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..pipeline import CheckOptions
+from ..check.pipeline import CheckOptions
 from . import fleet
 
 

@@ -8,8 +8,8 @@ from typing import Any
 
 from tabulate import tabulate
 
-from ..render.common import MARKS, WORDS, flatten
-from ..render.text import _paint
+from ..report.render.common import MARKS, WORDS, flatten
+from ..report.render.text import _paint
 from .fleet import flagged_ranks, rank_status
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from . import fleet
+from . import fleet_common
 from .deadline import GRACE_S, PhaseFailed, within
 from .launch import Launch
 from .side_channel import SideChannel
@@ -92,12 +92,12 @@ def agree_backend(
     if wanted == "nccl":
         raise PhaseFailed(
             "backend",
-            f"--backend nccl, but NCCL is not usable on ranks {fleet.rank_ranges(lacking)}",
+            f"--backend nccl, but NCCL is not usable on ranks {fleet_common.rank_ranges(lacking)}",
         )
     if all(v == "cpu" for v in can.values()):
         return "gloo", None  # no GPU anywhere: gloo is the only choice, not a fallback
     return "gloo", (
-        f"NCCL not usable on ranks {fleet.rank_ranges(lacking)} "
+        f"NCCL not usable on ranks {fleet_common.rank_ranges(lacking)} "
         f"({', '.join(sorted({can[r] or '?' for r in lacking}))})"
     )
 

@@ -11,8 +11,7 @@ import json
 import time
 from typing import Any
 
-from ..cli_types import write_stdout
-from ..safeio import OutputError, atomic_write
+from ..safeio import OutputError, atomic_write, write_stdout
 from .deadline import GRACE_S, PhaseFailed, within
 from .options import DistOptions
 from .render import RENDERERS

@@ -27,7 +27,7 @@ import sys
 import time
 from typing import Any
 
-from .. import pipeline
+from ..check import pipeline
 from . import collectives, describe, fleet, measure_bandwidth, report
 from .deadline import GRACE_S, PhaseFailed, within
 from .launch import Launch

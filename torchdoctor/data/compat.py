@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .. import archs
+from . import archs
 
 CHECKED = "2026-11-23"
 

@@ -7,13 +7,12 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Any
 
-if TYPE_CHECKING:
-    from .context import Context
-
-CallHook = Callable[["Context", ast.Call], None]
-AssignHook = Callable[["Context", "ast.Assign | ast.AnnAssign"], None]
+# A hook's first argument is the scan's Context (context.py); typed Any so that this module, which
+# context.py imports, does not import it back.
+CallHook = Callable[[Any, ast.Call], None]
+AssignHook = Callable[[Any, "ast.Assign | ast.AnnAssign"], None]
 
 
 @dataclass(frozen=True)

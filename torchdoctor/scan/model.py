@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..docs import scan_rule_url
+from ..report.docs import scan_rule_url
 from .rules import BY_ID
 
 
@@ -41,7 +41,7 @@ class Finding:
         return BY_ID[self.rule].name
 
     def to_dict(self) -> dict[str, Any]:
-        """The shared finding (torchdoctor.findings): location and code live in ``details``."""
+        """The shared finding (torchdoctor.report.findings): location and code live in ``details``."""
         return {
             "id": self.rule,
             "level": self.level,

@@ -1,4 +1,4 @@
-"""Render a scan: human text grouped by file, and the shared JSON envelope (torchdoctor.findings)."""
+"""Render a scan: human text grouped by file, and the shared JSON envelope (torchdoctor.report.findings)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import json
 from collections import Counter
 from typing import Any
 
-from .. import __version__
-from ..docs import scan_rule_url
-from ..findings import SCHEMA_VERSION
+from ..report.docs import scan_rule_url
+from ..report.findings import SCHEMA_VERSION
+from ..version import __version__
 from .model import ScanResult
 from .rules import LEVELS, RULES, level_rank
 

@@ -10,8 +10,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
-from ..docs import scan_rule_url
+from ..report.docs import scan_rule_url
+from ..version import __version__
 from .model import FileError, Finding, ScanResult
 from .rules import RULES, Rule
 

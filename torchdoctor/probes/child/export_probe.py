@@ -80,7 +80,7 @@ def make_model(request):
 def make_inputs(request, model):
     import torch
 
-    from torchdoctor.export_checklist import model_device
+    from torchdoctor.export.checklist import model_device
 
     if request.get("inputs_factory"):
         made = resolve(request["inputs_factory"], request["cwd"])()
@@ -99,7 +99,7 @@ def make_inputs(request, model):
 
 
 def describe(model, args, kwargs):
-    from torchdoctor.export_checklist import named_inputs
+    from torchdoctor.export.checklist import named_inputs
 
     return {
         "type": type(model).__module__ + "." + type(model).__qualname__,
@@ -124,7 +124,7 @@ def main(argv):
         return describe(built["model"], built["args"], built["kwargs"])
 
     if stage("model", build) is not None:
-        from torchdoctor.export_audit import audit_export
+        from torchdoctor.export.audit import audit_export
 
         def run():
             return audit_export(

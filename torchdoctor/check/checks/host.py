@@ -1,0 +1,131 @@
+"""host: usable CPUs (affinity, cgroup quota) vs torch's threads; RAM vs the cgroup memory limit."""
+
+from __future__ import annotations
+
+import math
+
+from torchdoctor.report.result import Problem, Remedy, Status, Verdict, from_problems, verdict
+
+from ..record import Facts
+from ..record.host import Host
+from .common import Context
+
+ID = "host"
+TITLE = "CPUs, threads and memory"
+ORDER = 110  # position in the report: basic facts first, the smoke test last
+FINDINGS = {
+    "threads-oversubscribed": "torch runs more intra-op threads than the CPUs it may use",
+    "memory-limit-low": "little memory left under the cgroup memory limit",
+    "memory-low": "little RAM available",
+}
+
+GIB = 1024**3
+LOW_MEMORY_BYTES = 1 * GIB
+
+
+def usable_cpus(host: Host) -> int | None:
+    """min(logical, affinity, ceil(cgroup quota)) — what the process can really run on."""
+    candidates = [host.cpu_count_logical, host.cpu_affinity_count]
+    quota = host.cgroup.cpu_quota
+    if quota:
+        candidates.append(max(1, math.ceil(quota)))
+    known = [c for c in candidates if c]
+    return min(known) if known else None
+
+
+def _oversubscribed(threads: int, usable: int, workers: int | None) -> Problem:
+    return Problem(
+        "threads-oversubscribed",
+        Status.WARN,
+        f"torch runs {threads} intra-op threads on {usable} usable CPU(s): oversubscribed",
+        [
+            Remedy(
+                f"Match threads to the CPUs this process may use (cgroup quota/affinity): set "
+                f"OMP_NUM_THREADS before Python starts, or call torch.set_num_threads({usable}) "
+                f"in the program; cap DataLoader num_workers at {workers}: each worker is a "
+                f"process with its own threads, all sharing the same quota.",
+                (f"export OMP_NUM_THREADS={usable}",),
+                evidence=("torch.build.num_threads", "host.cpu_count_logical"),
+            )
+        ],
+    )
+
+
+def _memory(host: Host) -> Problem | None:
+    total = host.memory_total_bytes or 0
+    limit = host.cgroup.memory_limit_bytes
+    available = host.memory_available_bytes or 0
+    if limit:
+        available = min(available, limit)
+    if available >= LOW_MEMORY_BYTES:
+        return None
+    if limit and limit < total:
+        return Problem(
+            "memory-limit-low",
+            Status.WARN,
+            f"only {available / GIB:.2f} GiB left under the cgroup memory limit",
+            [
+                Remedy(
+                    "Size batches and caches to the container's limit, not the host's RAM; "
+                    "exceeding it kills the process (exit 137).",
+                    evidence=("host.cgroup.memory_limit_bytes",),
+                )
+            ],
+        )
+    why = f"only {available / GIB:.2f} GiB RAM available"
+    return Problem(
+        "memory-low",
+        Status.WARN,
+        why,
+        [Remedy("Free memory or use smaller batches.", evidence=("host.memory_available_bytes",))],
+    )
+
+
+def _summary(host: Host, usable: int | None, threads: int | None, workers: int | None) -> str:
+    total = host.memory_total_bytes or 0
+    limit = host.cgroup.memory_limit_bytes
+    effective = min(total, limit) if limit else total
+    quota = host.cgroup.cpu_quota
+    limited = (
+        f" (cgroup quota {quota:g} CPUs)" if quota and usable == max(1, math.ceil(quota)) else ""
+    )
+    parts = [f"{usable} usable CPU(s){limited}"]
+    if threads:
+        parts.append(f"torch uses {threads} threads")
+    if limited and workers:
+        parts.append(f"DataLoader num_workers ≤ {workers}")
+    parts.append(
+        f"{effective / GIB:.1f} GiB RAM" + (" (cgroup limit)" if limit and limit < total else "")
+    )
+    return ", ".join(parts)
+
+
+def check(facts: Facts, ctx: Context) -> Verdict:
+    host = facts.host
+    if host.cpu_count_logical is None:
+        error = host.raw.get("error", "not gathered")
+        return verdict(Status.ERROR, f"no host facts ({error})", {"host": host.raw})
+    usable = usable_cpus(host)
+    threads = facts.torch.build.num_threads
+    total = host.memory_total_bytes or 0
+    limit = host.cgroup.memory_limit_bytes
+    # DataLoader workers each run on a CPU too: leave one for the main process.
+    workers = max(1, usable - 1) if usable else None
+    details = {
+        "cpu_count_logical": host.cpu_count_logical,
+        "cpu_affinity_count": host.cpu_affinity_count,
+        "cgroup": host.raw.get("cgroup"),
+        "usable_cpus": usable,
+        "torch_num_threads": threads,
+        "memory_total_bytes": total,
+        "memory_limit_bytes": limit,
+        "memory_effective_bytes": min(total, limit) if limit else total,
+        "dataloader_workers_max": workers,
+    }
+    over = (
+        _oversubscribed(threads, usable, workers)
+        if threads and usable and threads > usable
+        else None
+    )
+    problems = [p for p in (over, _memory(host)) if p]
+    return from_problems(problems, details, _summary(host, usable, threads, workers))

@@ -1,0 +1,237 @@
+"""mps: Apple's Metal backend — built, available, macOS recent enough, fallback variable."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from torchdoctor.data import compat
+from torchdoctor.report.result import Remedy, Status, Verdict, verdict
+
+from ..record import Facts
+from .common import (
+    Context,
+    grounded,
+    not_in_report,
+    pinned_family,
+    probe_stuck,
+    python_cmd,
+    quote,
+    torch_ok,
+)
+
+ID = "mps"
+TITLE = "Apple MPS backend"
+ORDER = 80  # position in the report: basic facts first, the smoke test last
+# The facts judged here (a pasted report without them skips this check).
+NEEDS = ("platform", "torch.version")
+# An accelerator-specific check: with --expect naming another target, its failures only warn.
+ACCELERATOR = "mps"
+
+MIN_MACOS = (14, 0)  # torch ≥ 2.6 requires macOS 14 for MPS (older releases: 12.3/13)
+# MPS arrived in torch 1.12 needing macOS 12.3; releases before 2.6 kept that floor.
+FIRST_MPS_RELEASE = (1, 12)
+OLD_MIN_MACOS = (12, 3)
+
+
+def min_macos(torch_version: str | None) -> tuple[int, int] | None:
+    """The oldest macOS on which this torch enables MPS; None for a torch without MPS."""
+    v = compat.parse_version(torch_version)[:2]
+    if not v:
+        return MIN_MACOS
+    if v < FIRST_MPS_RELEASE:
+        return None
+    return OLD_MIN_MACOS if v < (2, 6) else MIN_MACOS
+
+
+def _off_macos(system: str | None, ctx: Context) -> Verdict:
+    status = Status.FAIL if ctx.expect == "mps" else Status.SKIP
+    return verdict(
+        status,
+        f"MPS exists only on macOS (this is {system or 'unknown'})",
+        {},
+        [Remedy("MPS needs a Mac with Apple Silicon.", evidence=("platform.system",))]
+        if status == Status.FAIL
+        else [],
+    )
+
+
+def _too_old(facts: Facts, details: dict[str, Any], bad: Status) -> Verdict | None:
+    """Rosetta, a torch without MPS, or a macOS older than this torch's floor."""
+    if facts.platform.rosetta:
+        return verdict(
+            bad,
+            "Python runs under Rosetta (x86_64): MPS is unavailable",
+            details,
+            [
+                Remedy(
+                    "Install an arm64 Python and recreate the environment.",
+                    evidence=grounded(
+                        facts,
+                        "platform.system",
+                        "platform.machine",
+                        "platform.mac_ver",
+                        "platform.rosetta",
+                        "torch.version",
+                        "torch.mps",
+                    ),
+                )
+            ],
+        )
+    version = facts.torch.version
+    floor = min_macos(version)
+    mac = facts.platform.mac_ver or ""
+    macv = tuple(int(x) for x in mac.split(".")[:2] if x.isdigit())
+    if _intel_mac(facts, macv):
+        return verdict(
+            Status.SKIP,
+            "MPS needs an arm64 Python on Apple Silicon; this Python is x86_64",
+            details,
+        )
+    if floor is None:
+        also = " and macOS 12.3 or later" if macv and macv < OLD_MIN_MACOS else ""
+        return verdict(
+            bad,
+            f"torch {version} predates MPS (added in torch 1.12)",
+            details,
+            [
+                Remedy(
+                    f"Upgrade torch (1.12 or later){also} to use the GPU of this Apple Silicon Mac.",
+                    evidence=grounded(
+                        facts,
+                        "platform.system",
+                        "platform.machine",
+                        "platform.mac_ver",
+                        "platform.rosetta",
+                        "torch.version",
+                        "torch.mps",
+                    ),
+                )
+            ],
+        )
+    if macv and macv < floor and not facts.torch.mps.available:
+        fixes = [
+            Remedy(
+                "Upgrade macOS.",
+                ("softwareupdate --list",),
+                evidence=grounded(
+                    facts,
+                    "platform.system",
+                    "platform.machine",
+                    "platform.mac_ver",
+                    "platform.rosetta",
+                    "torch.version",
+                    "torch.mps",
+                ),
+            )
+        ]
+        if macv >= OLD_MIN_MACOS:
+            fixes.append(
+                Remedy(
+                    "Or keep this macOS with torch 2.5, the last release whose MPS needs only 12.3.",
+                    (f"{python_cmd(facts)} install {quote(facts, 'torch==2.5.*')}",),
+                    evidence=grounded(
+                        facts,
+                        "platform.system",
+                        "platform.machine",
+                        "platform.mac_ver",
+                        "platform.rosetta",
+                        "torch.version",
+                        "torch.mps",
+                    ),
+                )
+            )
+        return verdict(
+            bad,
+            f"macOS {mac} is too old for MPS with torch {version} (needs {floor[0]}.{floor[1]}+)",
+            details,
+            fixes,
+        )
+    return None
+
+
+def _intel_mac(facts: Facts, macv: tuple[int, ...]) -> bool:
+    """An x86_64 Python outside Rosetta, or a macOS older than 11 (no Apple Silicon Mac ever ran
+    one): no MPS to upgrade to."""
+    x86 = facts.platform.machine == "x86_64" and not facts.platform.rosetta
+    return x86 or bool(macv and macv < (11, 0))
+
+
+def _backend(facts: Facts, details: dict[str, Any], bad: Status) -> Verdict:
+    """On a recent enough macOS: is MPS built into this torch, and available?"""
+    mps, mac = facts.torch.mps, facts.platform.mac_ver or ""
+    if not mps.built:
+        return verdict(
+            bad,
+            "this torch build has no MPS support",
+            details,
+            [
+                Remedy(
+                    "Install the macOS arm64 wheel from PyPI.",
+                    (
+                        f"{python_cmd(facts)} install --force-reinstall {' '.join(pinned_family(facts))}",
+                    ),
+                    evidence=grounded(
+                        facts,
+                        "platform.system",
+                        "platform.machine",
+                        "platform.mac_ver",
+                        "platform.rosetta",
+                        "torch.version",
+                        "torch.mps",
+                    ),
+                )
+            ],
+        )
+    if not mps.available:
+        return verdict(
+            bad,
+            "MPS is built but not available",
+            details,
+            [
+                Remedy(
+                    "MPS needs Apple Silicon and a Metal-capable macOS session.",
+                    evidence=grounded(
+                        facts,
+                        "platform.system",
+                        "platform.machine",
+                        "platform.mac_ver",
+                        "platform.rosetta",
+                        "torch.version",
+                        "torch.mps",
+                    ),
+                )
+            ],
+        )
+    summary = f"MPS available on macOS {mac}"
+    if details["fallback"] != "1":
+        summary += " (PYTORCH_ENABLE_MPS_FALLBACK unset: ops missing on MPS will raise)"
+    return verdict(Status.PASS, summary, details)
+
+
+def check(facts: Facts, ctx: Context) -> Verdict:
+    system = facts.platform.system
+    if system != "Darwin":
+        return _off_macos(system, ctx)
+    if not torch_ok(facts):
+        return verdict(Status.SKIP, "torch could not be examined; see torch.install")
+    stuck = probe_stuck(facts, ("mps",))
+    if stuck:
+        return stuck
+    mac = facts.platform.mac_ver or ""
+    details = {
+        "macos": mac,
+        "built": facts.torch.mps.built or False,
+        "available": facts.torch.mps.available or False,
+        "machine": facts.platform.machine,
+        "fallback": facts.env.get("PYTORCH_ENABLE_MPS_FALLBACK"),
+    }
+    bad = Status.FAIL if ctx.expect == "mps" else Status.WARN
+    blocked = _too_old(facts, details, bad)
+    if blocked:
+        return blocked
+    gap = not_in_report(facts, ("torch.mps",))
+    if gap:
+        floor = min_macos(facts.torch.version) or MIN_MACOS
+        gap.summary += f"; macOS {mac or '?'} meets MPS's minimum ({floor[0]}.{floor[1]})"
+        return gap
+    return _backend(facts, details, bad)

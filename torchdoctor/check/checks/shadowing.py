@@ -1,0 +1,65 @@
+"""torch.shadowing: a torch.py or torch/ that a user's `import torch` finds before the real torch.
+
+A script named torch.py, or a folder named torch, in the directory a script runs from (or on
+PYTHONPATH) is imported instead of the installed torch: the symptoms are "module 'torch' has no
+attribute 'cuda'" or a circular-import error, which point nowhere near the cause.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+
+from torchdoctor.report.result import Problem, Remedy, Status, Verdict, from_problems, verdict
+
+from ..record import Facts
+from ..record.platform import Shadow
+from .common import Context
+
+ID = "torch.shadowing"
+TITLE = "Nothing hides the installed torch"
+ORDER = 30  # position in the report: basic facts first, the smoke test last
+FINDINGS = {
+    "module": "a torch.py file hides the installed torch",
+    "package": "a torch/ package hides the installed torch",
+    "namespace": "a bare torch/ folder imports as an empty namespace package",
+}
+
+WHERE = {"cwd": "in the current directory", "sys.path": "on PYTHONPATH/sys.path"}
+
+
+def _renamed(path: str, kind: str) -> str:
+    stem, ext = os.path.splitext(path) if kind == "module" else (path, "")
+    return f"{stem}_local{ext}"
+
+
+def _finding(shadow: Shadow, torch_found: bool) -> Problem:
+    path, kind, via = str(shadow.path), shadow.kind or "module", str(shadow.via)
+    what = {"module": "file", "package": "package", "namespace": "folder"}.get(kind, "file")
+    where = WHERE.get(via, "on the path")
+    if kind == "namespace":
+        effect = "`import torch` gives an empty namespace package (torch is not installed)"
+    elif torch_found:
+        effect = (
+            "`import torch` in a script run from here imports it instead of the installed torch"
+        )
+    else:
+        effect = "`import torch` imports it"
+    rename = Remedy(
+        f"Rename {path} (and the imports of it in your own code), so that `import torch` "
+        "finds the real torch.",
+        (f"mv {shlex.quote(path)} {shlex.quote(_renamed(path, kind))}",),
+        evidence=("platform.torch_shadows",),
+    )
+    code = kind if kind in FINDINGS else "module"
+    return Problem(code, Status.FAIL, f"the {what} {path} {where} hides torch: {effect}", [rename])
+
+
+def check(facts: Facts, ctx: Context) -> Verdict:
+    shadows = facts.platform.torch_shadows
+    if shadows is None:
+        return verdict(Status.SKIP, "the probe did not look for files that hide torch")
+    found = [_finding(s, facts.torch.status == "ok") for s in shadows]
+    details = {"shadows": [s.raw for s in shadows]} if shadows else {}
+    passed = "no torch.py or torch/ on the path hides the installed torch"
+    return from_problems(found, details, passed)
