@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import click
 
-from .options import child_process_options, finding_selection, selection_decorator
+from .options import (
+    REPORT_FORMATS,
+    check_writable,
+    child_process_options,
+    deliver,
+    finding_selection,
+    report_format_options,
+    resolve_format,
+    selection_decorator,
+)
 
 
 @click.command("audit")
@@ -38,7 +47,7 @@ from .options import child_process_options, finding_selection, selection_decorat
     show_default=True,
     help="Device the exported model will run on: cpu, cuda, cuda:N, mps.",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@report_format_options(REPORT_FORMATS, "Also write the report to FILE.")
 @selection_decorator
 @child_process_options(
     "Build and export the model with this interpreter's torch (default: this one).",
@@ -51,7 +60,9 @@ def audit_cmd(
     inputs: str | None,
     via: str,
     target: str,
+    fmt: str | None,
     as_json: bool,
+    output: str | None,
     select: tuple[str, ...],
     ignore: tuple[str, ...],
     python: str | None,
@@ -62,11 +73,12 @@ def audit_cmd(
     The factory is imported and called in a child process (never unpickled); a deep copy of
     the model it returns is exported in memory and run on the target.
     """
-    import json
     import sys
 
     from ..export import report as er
 
+    fmt = resolve_format(fmt, as_json)
+    check_writable(output, "--output")
     try:
         req = er.request(model, list(shapes), inputs, via, target)
     except er.UsageError as exc:
@@ -76,5 +88,5 @@ def audit_cmd(
     bad_spec = er.spec_error(report, run)
     if bad_spec:
         raise click.UsageError(bad_spec)
-    click.echo(json.dumps(report, indent=2) + "\n" if as_json else er.render_text(report), nl=False)
+    deliver(report, fmt, output, er.render_text)
     raise click.exceptions.Exit(er.exit_code(report))

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from ..check.pipeline import CheckOptions
 
 
-FORMATS = ("text", "json", "markdown", "junit")
+FORMATS = ("text", "json", "markdown", "junit", "sarif")
 
 
 @click.command("check")

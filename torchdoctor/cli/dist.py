@@ -17,6 +17,7 @@ from ..cluster.render import RENDERERS
 from ..safeio import read_text_bounded
 from ..typed_json import too_deep
 from .options import (
+    REPORT_FORMATS,
     FiniteFloat,
     check_selection_options,
     check_writable,
@@ -130,7 +131,7 @@ def _launch() -> Launch:
     help="Flag a rank whose bandwidth is below this fraction of the fleet median.",
 )
 @report_format_options(
-    tuple(sorted(RENDERERS)),
+    REPORT_FORMATS,
     "Rank 0 also writes the fleet JSON document (every rank's report) to FILE.",
 )
 @click.option("-v", "--verbose", is_flag=True, help="Show every finding's details.")

@@ -5,15 +5,20 @@ from __future__ import annotations
 import click
 
 from .options import (
+    REPORT_FORMATS,
+    check_writable,
     child_process_options,
+    deliver,
     finding_selection,
+    report_format_options,
+    resolve_format,
     selection_decorator,
 )
 
 
 @click.command("inspect")
 @click.argument("checkpoint", type=click.Path(exists=True, dir_okay=False))
-@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@report_format_options(REPORT_FORMATS, "Also write the report to FILE.")
 @selection_decorator
 @child_process_options(
     "Read it with the torch of this Python: an interpreter, a venv or conda directory, "
@@ -23,7 +28,9 @@ from .options import (
 )
 def inspect_cmd(
     checkpoint: str,
+    fmt: str | None,
     as_json: bool,
+    output: str | None,
     select: tuple[str, ...],
     ignore: tuple[str, ...],
     python: str | None,
@@ -33,15 +40,13 @@ def inspect_cmd(
 
     Never unpickles anything beyond what torch.load(weights_only=True) allows.
     """
-    import json
     import sys
 
     from ..inspect import checkpoint as ckpt
 
+    fmt = resolve_format(fmt, as_json)
+    check_writable(output, "--output")
     selection = finding_selection("inspect", select, ignore)
     report = ckpt.inspect(checkpoint, python or sys.executable, timeout, selection)
-    if as_json:
-        click.echo(json.dumps(report, indent=2))
-    else:
-        click.echo(ckpt.render_text(report), nl=False)
+    deliver(report, fmt, output, ckpt.render_text)
     raise click.exceptions.Exit(ckpt.exit_code(report))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -123,6 +123,20 @@ def report_format_options(formats: tuple[str, ...], output_help: str):
         )(fn)
 
     return decorate
+
+
+# The formats of every command that prints a findings report; text is each command's own.
+REPORT_FORMATS = ("text", "json", "markdown", "junit", "sarif")
+
+
+def deliver(doc: dict[str, Any], fmt: str, output: str | None, text: Callable[[dict], str]) -> None:
+    """Print the report in ``fmt`` and, with -o FILE, write the same report there (atomically)."""
+    from ..report.render.envelope import ENVELOPE_RENDERERS
+
+    rendered = text(doc) if fmt == "text" else ENVELOPE_RENDERERS[fmt](doc, False, False)
+    emit(rendered)
+    if output:
+        write_output(output, "--output", rendered)
 
 
 def resolve_format(fmt: str | None, as_json: bool) -> str:

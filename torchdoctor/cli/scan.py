@@ -11,6 +11,7 @@ import click
 
 from ..scan.rules import LEVELS, RULES, resolve
 from .options import (
+    REPORT_FORMATS,
     check_writable,
     emit,
     project_config,
@@ -19,7 +20,7 @@ from .options import (
     write_output,
 )
 
-SCAN_FORMATS = ("text", "json", "sarif")
+SCAN_FORMATS = REPORT_FORMATS  # sarif is scan's own (its rules, regions, snippets)
 
 
 def _rule_ids(values: tuple[str, ...], option: str) -> frozenset[str]:
@@ -101,8 +102,9 @@ def scan_cmd(
 
     Suppress one finding with a `# torchdoctor: ignore[TD001]` comment on its line.
     """
+    from ..report.render.envelope import render_junit, render_markdown
     from ..scan import ScanOptions, scan_paths
-    from ..scan.report import exit_code, render_json, render_text
+    from ..scan.report import exit_code, render_json, render_text, to_dict
     from ..scan.sarif import render_sarif
 
     if not paths:
@@ -121,7 +123,13 @@ def scan_cmd(
     result.fail_on_errors = fail_on_errors
     if fix or diff:
         _apply_fixes(result, paths, write=fix and not diff, show=diff)
-    render = {"text": render_text, "json": render_json, "sarif": render_sarif}[fmt]
+    render = {
+        "text": render_text,
+        "json": render_json,
+        "markdown": lambda r, f: render_markdown(to_dict(r, f)),
+        "junit": lambda r, f: render_junit(to_dict(r, f)),
+        "sarif": render_sarif,
+    }[fmt]
     doc = render(result, fail_on)
     emit(doc)
     if output:

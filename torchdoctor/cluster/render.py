@@ -8,6 +8,7 @@ from typing import Any
 
 from tabulate import tabulate
 
+from ..report.render import envelope
 from ..report.render.common import MARKS, WORDS, flatten
 from ..report.render.text import _paint
 from .fleet import flagged_ranks, rank_status
@@ -104,4 +105,7 @@ def render_json(doc: dict[str, Any], verbose: bool = False, color: bool = False)
 RENDERERS: dict[str, Callable[[dict[str, Any], bool, bool], str]] = {
     "text": render_text,
     "json": render_json,
+    "markdown": envelope.render_markdown,
+    "junit": envelope.render_junit,
+    "sarif": envelope.render_sarif,
 }

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from . import json_, junit, markdown, text
+from . import envelope, json_, junit, markdown, text
 
 Renderer = Callable[[dict[str, Any], bool, bool], str]
 
@@ -14,4 +14,5 @@ RENDERERS: dict[str, Renderer] = {
     "json": json_.render,
     "markdown": markdown.render,
     "junit": junit.render,
+    "sarif": envelope.render_sarif,  # the findings, for code-scanning dashboards
 }
