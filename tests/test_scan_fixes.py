@@ -451,8 +451,10 @@ def test_full_disk_leaves_the_file_and_no_temp_file(tmp_path, monkeypatch):
 @pytest.mark.parametrize("delay", [0.0, 0.03, 0.3])
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_interrupted_fix_leaves_each_file_old_or_new_and_no_temp(tmp_path, sig, delay):
-    """Signals at several delays after the first file was rewritten (so, during the writes)."""
-    n = 60
+    """Signals at several delays after the first file was rewritten (so, during the writes).
+    Enough files that the last signal still lands mid-way on an idle machine (60 were all
+    rewritten within 0.3 s here, and the run exited 0 before the signal)."""
+    n = 400
     body = "".join(f"y{i} = f(x, {i})  # {i}\n" for i in range(100))
     old = BAD + body
     new = BAD.replace('"a")', '"a", map_location="cpu", weights_only=True)') + body
