@@ -59,13 +59,15 @@ def torch_files(variant: str) -> dict[str, str | bytes]:
     return {
         "torch/__init__.py": (
             f"__version__ = '{TORCH}+{variant}'\n"
-            "from . import version, cuda, backends  # noqa\n"
+            "from . import version, cuda, backends, _C, __config__  # noqa\n"
             "def get_num_threads():\n    return 1\n"
         ),
         "torch/version.py": f"cuda = {cuda!r}\nhip = None\ngit_version = 'fake'\ndebug = False\n",
         "torch/cuda.py": "def is_available():\n    return False\n"
         "def device_count():\n    return 0\n",
         "torch/backends.py": "",
+        "torch/_C.py": "",  # torch.libs reads torch._C's cuDNN bindings (none here)
+        "torch/__config__.py": "def show():\n    return ''\n",
     }
 
 

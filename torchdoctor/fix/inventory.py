@@ -27,6 +27,7 @@ class Dist:
     installer: str | None = None  # pip, conda, uv, … (the INSTALLER file)
     direct_url: dict[str, Any] | None = None  # direct_url.json: a file, URL or folder install
     location: str | None = None
+    metadata_location: str | None = None  # its .dist-info folder
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -100,6 +101,7 @@ def _dists(report: dict[str, Any]) -> dict[str, Dist]:
                 item.get("installer"),
                 item.get("direct_url"),
                 os.path.dirname(item.get("metadata_location") or "") or None,
+                item.get("metadata_location"),
             ),
         )
     return out

@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass
 
 OUTPUT_TAIL_CHARS = 4000
+STOP_WAIT_S = 10.0  # after SIGINT, before SIGKILL
 
 
 @dataclass
@@ -89,11 +90,12 @@ def run(argv: list[str], timeout_s: float, env: dict[str, str] | None = None) ->
 
 
 def kill_group(proc: subprocess.Popen) -> None:
-    """End the command and whatever it started: TERM, a moment, then KILL; then reap it."""
+    """End the command and whatever it started: INT (pip then removes its temporary folders, as
+    on Ctrl-C), a moment, then KILL; then reap it."""
     with contextlib.suppress(OSError):
-        os.killpg(proc.pid, signal.SIGTERM)
+        os.killpg(proc.pid, signal.SIGINT)
     try:
-        proc.wait(timeout=5)
+        proc.wait(timeout=STOP_WAIT_S)
         return
     except subprocess.TimeoutExpired:
         pass

@@ -11,7 +11,7 @@ import shutil
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import inventory, proc
+from . import inventory, proc, snapshot
 
 INSTALL_TIMEOUT_S = 1800.0
 
@@ -20,6 +20,7 @@ INSTALL_TIMEOUT_S = 1800.0
 class Restored:
     commands: list[proc.Ran] = field(default_factory=list)
     diff: list[str] = field(default_factory=list)  # pip freeze, recorded vs now: empty = exact
+    removed: list[str] = field(default_factory=list)  # pip's leftovers taken away (snapshot)
     error: str = ""
 
     @property
@@ -30,6 +31,7 @@ class Restored:
         return {
             "exact": self.exact,
             "freeze_diff": self.diff,
+            "removed": self.removed,
             "commands": [r.to_dict() for r in self.commands],
             **({"error": self.error} if self.error else {}),
         }
@@ -88,6 +90,7 @@ def commands(record: dict[str, Any], now: inventory.Inventory) -> list[list[str]
 def restore(record: dict[str, Any], timeout_s: float = INSTALL_TIMEOUT_S) -> Restored:
     """Run the restore and compare ``pip freeze`` with the record's."""
     result = Restored()
+    result.removed = snapshot.remove_stashes(record.get("snapshot") or {})
     now = inventory.take(record["python"], record["prefix"])
     if now.error:
         result.error = now.error
@@ -95,6 +98,7 @@ def restore(record: dict[str, Any], timeout_s: float = INSTALL_TIMEOUT_S) -> Res
     for argv in commands(record, now):
         ran = proc.run(argv, timeout_s)
         result.commands.append(ran)
+    result.removed += snapshot.remove_strays(record.get("snapshot") or {})
     after = inventory.take(record["python"], record["prefix"])
     if after.error:
         result.error = after.error

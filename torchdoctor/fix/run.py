@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from ..check import pipeline
 from ..check import record as facts_record
 from ..safeio import OutputError
-from . import inventory, planner, preview, record, restore
+from . import inventory, planner, preview, record, restore, snapshot
 from .apply import Applied, Stopped, apply, signals_ignored, stop_on_signals
 from .outcome import Outcome
 from .plan import Plan
@@ -90,6 +90,12 @@ def _record(plan: Plan, out: Outcome, opts: FixOptions) -> dict | None:
         inv, [list(c.argv) for s in plan.steps for c in s.commands], opts.plan.mirror
     )
     rec["touched"] = touched
+    tops: dict[str, list[str]] = {}
+    for name in touched:
+        dist = inv.dists.get(name)
+        if dist and dist.location:
+            tops.setdefault(dist.location, []).extend(snapshot.top_levels(dist.metadata_location))
+    rec["snapshot"] = snapshot.take(inv.site_packages, tops)
     rec["targets"] = plan.targets
     blocked = record.unrestorable(rec, touched)
     if blocked:
