@@ -18,10 +18,11 @@ import sys
 import time
 from pathlib import Path
 
+import jsonschema
 import pytest
 
-from tests import fake_wheels
-from tests.conftest import REPO
+from . import fake_wheels
+from .conftest import REPO, REPORT_SCHEMA, run_cli
 
 PIP_ENV = {"PIP_CONFIG_FILE": os.devnull, "PIP_DISABLE_PIP_VERSION_CHECK": "1", "NO_COLOR": "1"}
 BEFORE = {"torch": "2.13.0+cpu", "torchvision": "0.28.0+cu128"}
@@ -99,7 +100,9 @@ def venv(template, tmp_path) -> Path:
 
 def report(ran: subprocess.CompletedProcess) -> dict:
     assert ran.stdout.startswith("{"), ran.stdout + ran.stderr
-    return json.loads(ran.stdout)
+    doc = json.loads(ran.stdout)
+    jsonschema.validate(doc, REPORT_SCHEMA)  # the one envelope every command reports in
+    return doc
 
 
 def ids(doc: dict) -> list[str]:
@@ -177,6 +180,31 @@ def test_without_yes_and_without_a_terminal_the_plan_is_shown_and_nothing_change
     assert "Plan:" in ran.stdout and "torchvision 0.28.0+cu128 → 0.28.0+cpu" in ran.stdout
     assert "plan only: no terminal to confirm on and no --yes" in ran.stdout
     assert freeze(venv) == before and not (venv / ".torchdoctor").exists()
+
+
+def test_on_a_terminal_the_plan_is_shown_then_asked_and_no_changes_nothing(venv, mirrors):
+    import pty
+
+    before = freeze(venv)
+    master, slave = pty.openpty()
+    os.write(master, b"n\n")
+    try:
+        ran = subprocess.run(
+            [sys.executable, "-m", "torchdoctor", "fix", "--python", str(venv),
+             "--index-mirror", mirrors["good"].as_uri()],
+            stdin=slave, capture_output=True, text=True, env=clean_env(), cwd=REPO, timeout=180,
+        )  # fmt: skip
+    finally:
+        os.close(slave)
+        os.close(master)
+    assert "Apply this plan? [y/N]" in ran.stderr
+    assert ran.stdout.index("Plan:") < ran.stdout.index("plan only: declined")
+    assert ran.returncode == 1 and freeze(venv) == before
+
+
+def test_only_an_id_that_names_no_check_is_bad_usage():
+    ran = run_cli("fix", "--only", "torch.instal", "--dry-run")
+    assert ran.returncode == 2 and "'torch.instal' names no check or finding" in ran.stderr
 
 
 def test_a_pip_config_extra_index_that_would_bring_another_variant_is_not_applied(

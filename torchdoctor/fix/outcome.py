@@ -70,15 +70,15 @@ class Outcome:
         moves = ", ".join(_change(c) for c in step.changes) or "no package changes"
         return _finding(
             "fix.step", level, f"{' + '.join(step.findings)}: {moves}",
-            [{"text": step.text, "commands": [c.text() for c in step.commands], "evidence": step.evidence}],
+            _remedy(step.text, [c.text() for c in step.commands], step.evidence),
             step.to_dict(),
         )  # fmt: skip
 
     def _advice(self, a: Advice) -> Finding:
         level = self.source_levels.get(a.finding, "warning")
-        remedy = {"text": a.text, "commands": a.commands, "evidence": a.evidence}
+        remedy = _remedy(a.text, a.commands, a.evidence)
         return _finding(
-            "fix.advice", level, f"{a.finding}: not treated: {a.why}", [remedy], a.to_dict()
+            "fix.advice", level, f"{a.finding}: not treated: {a.why}", remedy, a.to_dict()
         )
 
     def findings(self) -> list[Finding]:
@@ -186,6 +186,19 @@ class Outcome:
         )
         doc_["summary"]["exit_code"] = self.exit_code()
         return doc_
+
+
+def _remedy(text: str, commands: list[str], evidence: list[str]) -> list[dict[str, Any]]:
+    """The finding's remedy in the envelope's shape; its evidence (issue 25) where it has some."""
+    if not text and not commands:
+        return []
+    return [
+        {
+            "text": text or "Run:",
+            "commands": commands,
+            **({"evidence": evidence} if evidence else {}),
+        }
+    ]
 
 
 def _rank(level: str) -> int:
