@@ -227,14 +227,15 @@ def with_companions(
     for pkg in COMPANIONS:
         if pkg not in installed or pkg in cmd.names:
             continue
+        # A companion is pinned or left alone: an unpinned one lets pip move torch again.
         version = compat.companion_version(pkg, pin.group(1)) if pin else None
-        if not version:
+        if not version or not pin:
             notes.append(
                 f"{pkg} {installed[pkg]} is installed and no {pkg} release is known to pair with "
                 f"{torch_req}: it is left as it is, and verification will judge it"
             )
             continue
-        extra.append(f"{pkg}=={version}{pin.group(2) or ''}" if pin else pkg)
+        extra.append(f"{pkg}=={version}{pin.group(2) or ''}")
     if not extra:
         return cmd, notes
     at = cmd.argv.index(torch_req) + 1

@@ -52,12 +52,6 @@ class Ran:
         }
 
 
-class Running:
-    """The child now running, so an interrupt handler can stop it (its whole group)."""
-
-    proc: subprocess.Popen | None = None
-
-
 def run(argv: list[str], timeout_s: float, env: dict[str, str] | None = None) -> Ran:
     """Run ``argv`` to the end or its deadline. An exception (an interrupt) kills its group first."""
     t0 = time.monotonic()
@@ -69,7 +63,6 @@ def run(argv: list[str], timeout_s: float, env: dict[str, str] | None = None) ->
             )  # fmt: skip
         except OSError as exc:
             return Ran(argv, None, "", "", 0.0, error=f"could not start {argv[0]}: {exc.strerror}")
-        Running.proc = proc
         try:
             proc.wait(timeout=timeout_s)
             timed_out = False
@@ -78,7 +71,6 @@ def run(argv: list[str], timeout_s: float, env: dict[str, str] | None = None) ->
         finally:  # timed out or interrupted: nothing it started outlives it
             if proc.poll() is None:
                 kill_group(proc)
-            Running.proc = None
         return Ran(
             argv,
             None if timed_out else proc.returncode,

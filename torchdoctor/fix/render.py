@@ -61,8 +61,10 @@ def render_plan(doc: dict[str, Any], verbose: bool = False) -> str:
         for n, step in enumerate(plan["steps"], 1):
             lines += _step(n, step, verbose)
         lines.append("")
-    elif not plan["refused"]:
+    elif not plan["refused"] and plan["advice"]:
         lines += ["Nothing fix can treat: no finding has a remedy it may run.", ""]
+    elif not plan["refused"]:
+        lines += ["Nothing to treat: the diagnosis reports no warning or error.", ""]
     if plan["advice"]:
         lines.append("Not touched (advice only):")
         for a in plan["advice"]:
