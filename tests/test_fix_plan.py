@@ -176,7 +176,7 @@ def test_a_restore_reinstalls_exact_versions_from_their_recorded_source_and_remo
     assert argvs == [
         [PY, "-m", "pip", "uninstall", "-y", "pillow"],
         [PY, "-m", "pip", "install", "--no-deps", "--force-reinstall",
-         "torch==2.13.0+cu128", "torchvision==0.28.0+cu128", "--index-url", "https://m/whl/cu128"],
+         "torch===2.13.0+cu128", "torchvision===0.28.0+cu128", "--index-url", "https://m/whl/cu128"],
     ]  # fmt: skip
     now.dists["numpy"] = Dist("numpy", "2.2.0")
     assert [PY, "-m", "pip", "install", "--no-deps", "--force-reinstall",

@@ -1,5 +1,8 @@
 """Put an environment back as its undo record says, and prove it with ``pip freeze``.
 
+Versions are asked for with ``===`` (the exact string): ``==2.13.0`` would also take
+``2.13.0+cu128`` from any index the environment's pip is configured with.
+
 Every distribution the fix touched, or that differs from the record now, is reinstalled at its
 recorded version from its recorded source (``--no-deps``: nothing else moves); what the fix added
 is removed. Then ``pip freeze --all`` is taken again and compared line by line with the record's.
@@ -74,7 +77,7 @@ def commands(record: dict[str, Any], now: inventory.Inventory) -> list[list[str]
             groups.setdefault(("url", None), []).append(f"{name} @ {src['url']}")
         else:
             groups.setdefault(("index", src.get("index_url")), []).append(
-                f"{name}=={dist['version']}"
+                f"{name}==={dist['version']}"
             )
     for (_kind, index), reqs in groups.items():
         argv = [python, "-m", "pip", "install", "--no-deps", "--force-reinstall", *reqs]
