@@ -8,7 +8,8 @@ import sys
 
 import pytest
 
-from torchdoctor import facts_record, pipeline
+from torchdoctor.check import pipeline
+from torchdoctor.check import record as facts_record
 from torchdoctor.fix import commands, conda, planner, preview, restore
 from torchdoctor.fix.apply import Applied
 from torchdoctor.fix.inventory import Dist, Inventory, freeze_diff
