@@ -63,6 +63,17 @@ class Step:
             "notes": self.notes,
         }
 
+    def as_advice(self, why: str) -> Advice:
+        """This step left to the user: its commands printed, with why fix does not run them."""
+        return Advice(
+            self.findings[0],
+            self.message,
+            self.text,
+            [c.text() for c in self.commands],
+            why,
+            self.evidence,
+        )
+
 
 @dataclass
 class Advice:

@@ -40,25 +40,17 @@ def build(report: Report, facts, inv: Inventory, opts: PlanOptions) -> Plan:
     for finding in plan.findings:
         chosen = choose(finding, inv.python, conda_prefix)
         if isinstance(chosen, Step) and plan.refused:
-            chosen = _as_advice(chosen, finding, plan.refused)
+            chosen = chosen.as_advice(plan.refused)
         elif isinstance(chosen, Step):
-            chosen = _fitted(chosen, finding, inv, manager, opts)
+            chosen = _fitted(chosen, inv, manager, opts)
         if isinstance(chosen, Advice):
             plan.advice.append(chosen)
         else:
-            _merge(plan, chosen, finding)
+            _merge(plan, chosen)
     return plan
 
 
-def _as_advice(step: Step, finding: Finding, why: str) -> Advice:
-    first = finding.remedies[0]
-    return Advice(
-        finding.id, finding.message, first.get("text", ""), list(first.get("commands") or ()), why,
-        step.evidence,
-    )  # fmt: skip
-
-
-def _fitted(step: Step, finding: Finding, inv: Inventory, manager: str, opts: PlanOptions):
+def _fitted(step: Step, inv: Inventory, manager: str, opts: PlanOptions) -> Step | Advice:
     """The step's commands for this environment, or advice when they cannot be made to fit."""
     fitted = []
     for cmd in step.commands:
@@ -69,7 +61,7 @@ def _fitted(step: Step, finding: Finding, inv: Inventory, manager: str, opts: Pl
             exe = os.environ.get("CONDA_EXE") or shutil.which("conda") or "conda"
             translated = conda.translate(cmd, exe, inv.prefix, inv.conda)
             if isinstance(translated, str):
-                return _as_advice(step, finding, f"torch came from conda, and {translated}")
+                return step.as_advice(f"torch came from conda, and {translated}")
             if translated is not cmd:
                 step.notes.append(f"torch came from conda: `{cmd.text()}` becomes a conda install")
             cmd = translated
@@ -77,13 +69,13 @@ def _fitted(step: Step, finding: Finding, inv: Inventory, manager: str, opts: Pl
     return replace(step, commands=fitted)
 
 
-def _merge(plan: Plan, step: Step, finding: Finding) -> None:
+def _merge(plan: Plan, step: Step) -> None:
     """A step whose commands an earlier step runs already joins it; one that installs a package
     an earlier step installs differently is advice (fix again after the first)."""
     argvs = [c.argv for c in step.commands]
     for earlier in plan.steps:
         if [c.argv for c in earlier.commands] == argvs:
-            earlier.findings.append(finding.id)
+            earlier.findings += step.findings
             return
     for earlier in plan.steps:
         shared = {n for c in earlier.commands for n in c.names} & {
@@ -94,6 +86,6 @@ def _merge(plan: Plan, step: Step, finding: Finding) -> None:
                 f"it changes {', '.join(sorted(shared))} differently from the fix for "
                 f"{earlier.findings[0]}: run `torchdoctor fix` again once that one is verified"
             )
-            plan.advice.append(_as_advice(step, finding, why))
+            plan.advice.append(step.as_advice(why))
             return
     plan.steps.append(step)

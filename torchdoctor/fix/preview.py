@@ -10,7 +10,7 @@ from typing import Any
 from ..check.requirements import normalise
 from . import proc
 from .commands import PackageCommand, index_urls
-from .plan import Advice, Change, Plan, Step
+from .plan import Change, Plan, Step
 
 DRY_RUN_TIMEOUT_S = 300.0
 
@@ -95,12 +95,7 @@ def preview(plan: Plan, before: dict[str, str]) -> None:
                 break
             step.changes += changes
         if why:
-            plan.advice.append(
-                Advice(
-                    step.findings[0], step.message, step.text, [c.text() for c in step.commands],
-                    f"the installer cannot do it: {why}", step.evidence,
-                )
-            )  # fmt: skip
+            plan.advice.append(step.as_advice(f"the installer cannot do it: {why}"))
         else:
             kept.append(step)
     plan.steps = kept

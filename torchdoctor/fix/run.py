@@ -107,22 +107,9 @@ def _record(plan: Plan, out: Outcome, opts: FixOptions) -> dict | None:
         except (OSError, OutputError) as exc:
             plan.refused = f"the undo record cannot be written, so nothing is changed: {exc}"
     out.state = "not-applied"
-    plan.advice += [_step_advice(s, plan.refused) for s in plan.steps]
+    plan.advice += [s.as_advice(plan.refused) for s in plan.steps]
     plan.steps = []
     return None
-
-
-def _step_advice(step, why: str):
-    from .plan import Advice
-
-    return Advice(
-        step.findings[0],
-        step.message,
-        step.text,
-        [c.text() for c in step.commands],
-        why,
-        step.evidence,
-    )
 
 
 def _apply_and_verify(
