@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
-import json
 import sys
 
 import click
 
 from .options import (
     EXPECT,
+    REPORT_FORMATS,
     FiniteFloat,
+    check_writable,
     child_process_options,
+    deliver,
     emit,
     finding_selection,
     report_format_options,
     resolve_format,
-    write_output,
+    selection_decorator,
 )
 
 
@@ -84,7 +86,8 @@ def _confirm(fmt: str, verbose: bool):
     show_default=True,
     help="Seconds each install command may take before it is stopped and the fix undone.",
 )
-@report_format_options(("text", "json"), "Also write the report to FILE.")
+@report_format_options(REPORT_FORMATS, "Also write the report to FILE.")
+@selection_decorator
 @click.option("-v", "--verbose", is_flag=True, help="Show alternatives and each command's output.")
 def fix_cmd(**params) -> None:
     """Treat what `check` finds: plan, apply (with --yes or your confirmation), verify, undo."""
@@ -94,9 +97,11 @@ def fix_cmd(**params) -> None:
     from ..fix.render import render, render_result
 
     fmt = resolve_format(params["fmt"], params["as_json"])
+    check_writable(params["output"], "--output")  # before minutes of installing, not after
     check = CheckOptions(
         expect=params["expect"],
-        selection=finding_selection("check", (), ()),
+        # What fix treats is what check reports: check's [tool.torchdoctor] silencing applies.
+        selection=finding_selection("check", params["select"], params["ignore"]),
         timeout_s=params["timeout"],
         smoke=params["smoke"],
     )
@@ -113,14 +118,9 @@ def fix_cmd(**params) -> None:
         say=(lambda m: click.echo(m, err=True)) if fmt == "text" else (lambda m: None),
     )
     outcome = _undo(opts) if params["undo"] else run.treat(opts)
-    doc = outcome.to_dict()
-    if fmt == "json":
-        text = json.dumps(doc, indent=2) + "\n"
-    else:
-        text = (render_result if asked else render)(doc, params["verbose"])
-    emit(text)
-    if params["output"]:
-        write_output(params["output"], "--output", text)
+    # After a confirmation the plan is on the screen already: the text report adds the result.
+    text = render_result if asked else render
+    deliver(outcome.to_dict(), fmt, params["output"], lambda d: text(d, params["verbose"]))
     raise click.exceptions.Exit(outcome.exit_code())
 
 
