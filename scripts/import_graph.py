@@ -24,7 +24,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("report",),  # the result model, findings, renderers
     ("config", "probes"),  # [tool.torchdoctor]; the child-process machinery
     ("check",),  # facts, their record, gathering and judging
-    ("scan", "inspect", "export", "cluster"),  # the other commands' wings
+    ("scan", "inspect", "export", "cluster", "fix"),  # the other commands' wings
     ("cli",),  # the click layer
     ("__init__", "__main__"),
 )

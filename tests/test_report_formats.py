@@ -33,7 +33,7 @@ def _junit_failures(text: str) -> list[str]:
     return [f.get("type") for f in root.iter("failure")]
 
 
-@pytest.mark.parametrize("command", ["check", "scan", "inspect", "audit", "dist"])
+@pytest.mark.parametrize("command", ["check", "scan", "inspect", "audit", "dist", "fix"])
 def test_every_report_command_offers_the_same_formats(command):
     r = run_cli(command, "--help")
     assert r.returncode == 0, r.stderr

@@ -33,6 +33,7 @@ class LazyGroup(click.Group):
         "audit": "torchdoctor.cli.audit:audit_cmd",
         "check": "torchdoctor.cli.check:check",
         "dist": "torchdoctor.cli.dist:dist",
+        "fix": "torchdoctor.cli.fix:fix_cmd",
         "inspect": "torchdoctor.cli.inspect:inspect_cmd",
         "list-checks": "torchdoctor.cli.list_checks:list_checks",
         "scan": "torchdoctor.cli.scan:scan_cmd",

@@ -55,6 +55,8 @@ def finding_page(finding_id: str) -> str:
         return f"inspect/{finding_id}.md"
     if finding_id.startswith("fleet."):
         return f"fleet/{finding_id}.md"
+    if finding_id.startswith("fix."):
+        return f"fix/{finding_id}.md"
     return check_page(finding_id)
 
 
