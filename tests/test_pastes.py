@@ -9,12 +9,13 @@ and holdout/LABELS.csv for pastes gathered after the fixes). Tests are named aft
 from __future__ import annotations
 
 import csv
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from torchdoctor.check import collect_env, engine
+from torchdoctor.check import collect_env, engine, paste_evidence
 from torchdoctor.check.checks.common import Context
 from torchdoctor.check.facts import load
 from torchdoctor.data import gpu_names
@@ -374,3 +375,88 @@ def test_markdown_of_an_issue_body_is_a_comment_ready_diagnosis_pytorch_150733()
     assert "- ✗ `cuda.devices.arch-missing`" in out
     assert "pip install --force-reinstall torch==2.7.1 --index-url" in out
     assert "| check" not in out and len(out.splitlines()) < 30  # short enough to post
+
+
+# --- 8. the live check reads torch's own words as a paste's ---------------------------------------
+
+FACTS = Path(__file__).parent / "facts"
+
+
+@pytest.mark.parametrize(
+    "name,kind,source,cited_by",
+    [
+        (
+            "driver_too_old.json",
+            "driver-too-old",
+            "torch.cuda.warnings.0",
+            "cuda.available.driver-too-old",
+        ),
+        (
+            "rtx5090_cu124_wheel.json",
+            "arch-unsupported",
+            "torch.cuda.warnings.0",
+            "cuda.devices.arch-missing",
+        ),
+        (
+            "error804_geforce_compat.json",
+            "cuda-init-error",
+            "torch.cuda.warnings.0",
+            "cuda.available.forward-compat",
+        ),
+        ("torch_import_error.json", "library-missing", "torch.error.message", "torch.install"),
+        (
+            "torchvision_nms_cpu_torch.json",
+            "operator-missing",
+            "torch.companions.torchvision.error.message",
+            "torch.install.companion-import-error",
+        ),
+    ],
+)
+def test_live_warnings_the_probe_recorded_are_evidence_as_on_a_paste(name, kind, source, cited_by):
+    facts = paste_evidence.with_live_evidence(json.loads((FACTS / name).read_text()))
+    [e] = [e for e in facts["report"]["evidence"] if e["kind"] == kind]
+    path = f"report.evidence.{facts['report']['evidence'].index(e)}"
+    assert e["source"] == source and "at" not in e
+    assert e["line"] in resolve(facts, source).replace("\n", " ")  # the line torch printed
+    report = engine.diagnose(load_recorded(facts), Context(), engine.select())
+    fix = findings(report)[cited_by].remedies[0]
+    assert path in fix["evidence"]  # the remedy cites torch's words, as on a paste
+    for f in report.all_findings():
+        for r in f.remedies:
+            for p in r.get("evidence", []):
+                resolve(facts, p)
+    quoting = [c.id for c in report.checks if c.details.get(path) == e["line"]]
+    assert quoting, "no check quotes torch's words in its details"
+
+
+def load_recorded(facts: dict[str, Any]) -> dict[str, Any]:
+    """The facts as `check --facts FILE` reads them back (the record accepts `source`)."""
+    from torchdoctor.check.facts import from_json
+
+    return from_json(facts, "recorded")
+
+
+def test_arch_warning_read_live_keeps_the_wheels_list_rtx5090_cu124():
+    facts = json.loads((FACTS / "rtx5090_cu124_wheel.json").read_text())
+    [e] = paste_evidence.read_live(facts)
+    assert e["capability"] == [12, 0] and e["arch_list"][-1] == "sm_90"
+
+
+def test_live_facts_without_torch_words_are_left_as_gathered():
+    facts = json.loads((FACTS / "cpu_linux.json").read_text())
+    assert "report" not in paste_evidence.with_live_evidence(facts)
+    # Hostile shapes: never a traceback.
+    assert paste_evidence.read_live({"torch": {"cuda": {"warnings": "x"}, "companions": []}}) == []
+    assert paste_evidence.read_live({"torch": None}) == []
+
+
+def test_live_check_json_on_this_cpu_machine_has_the_evidence_shape():
+    proc = run_cli("check", "--json", "--no-smoke")
+    doc = json.loads(proc.stdout)
+    facts = doc["facts"]
+    evidence = (facts.get("report") or {}).get("evidence", [])
+    assert evidence == [], evidence  # a healthy CPU machine: torch printed nothing of note
+    for f in doc["findings"]:
+        for r in f.get("remedies", []):
+            for p in r.get("evidence", []):
+                resolve(facts, p)

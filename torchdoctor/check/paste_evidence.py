@@ -141,7 +141,8 @@ def _join_arch(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for r in records:
         if r["kind"] == "arch-unsupported":
             r.setdefault("arch_list", supported["arch_list"])
-            r["line"] = f"{r['line']} {supported['line']}"[:MAX_QUOTE]
+            if supported["line"] != r["line"]:  # one line (a recorded warning) holds both
+                r["line"] = f"{r['line']} {supported['line']}"[:MAX_QUOTE]
     if any(r["kind"] == "arch-unsupported" for r in records):
         records = [r for r in records if r is not supported]
     return records
@@ -155,3 +156,43 @@ def of_kind(evidence: list[Any], *kinds: str) -> list[tuple[int, Any]]:
 
 def _kind(record: Any) -> str | None:
     return record.get("kind") if isinstance(record, dict) else getattr(record, "kind", None)
+
+
+# --- the live check: torch's own words the probe recorded ---------------------------------------
+
+
+def _said_live(facts: dict[str, Any]) -> list[tuple[str, str]]:
+    """(fact path, text) of every message torch (or a companion) printed on this machine: CUDA's
+    warnings, the import error, each companion's import error."""
+    torch = facts.get("torch")
+    if not isinstance(torch, dict):
+        return []
+    cuda = torch.get("cuda") if isinstance(torch.get("cuda"), dict) else {}
+    warnings = cuda.get("warnings") if isinstance(cuda.get("warnings"), list) else []
+    said = [(f"torch.cuda.warnings.{i}", w) for i, w in enumerate(warnings)]
+    said.append(("torch.error.message", (torch.get("error") or {}).get("message")))
+    companions = torch.get("companions") if isinstance(torch.get("companions"), dict) else {}
+    for name, probed in companions.items():
+        error = (probed or {}).get("error") if isinstance(probed, dict) else None
+        said.append((f"torch.companions.{name}.error.message", (error or {}).get("message")))
+    return [(path, text) for path, text in said if isinstance(text, str) and text]
+
+
+def read_live(facts: dict[str, Any]) -> list[dict[str, Any]]:
+    """The records of torch's own words in a gathered facts JSON, as a paste's are read; each
+    names the fact it was read from (``source``) instead of a line number."""
+    out: list[dict[str, Any]] = []
+    for path, text in _said_live(facts):
+        for found in read(text.splitlines()):
+            found.pop("at", None)
+            out.append({**found, "source": path})
+    return out[:MAX_RECORDS]
+
+
+def with_live_evidence(facts: dict[str, Any]) -> dict[str, Any]:
+    """A gathered facts JSON with torch's own words as ``report.evidence`` (none: unchanged),
+    so the checks quote and cite them as they do a pasted report's."""
+    found = read_live(facts)
+    if found and isinstance(facts, dict) and "report" not in facts:
+        facts["report"] = {"evidence": found}
+    return facts

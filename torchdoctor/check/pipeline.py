@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from ..report.findings import Selection
 from . import gather as gathering
+from . import paste_evidence
 from .facts import FactsJson
 
 if TYPE_CHECKING:
@@ -41,7 +42,7 @@ def gather(opts: CheckOptions, python: str | None = None, progress: bool = False
 
     started = time.monotonic()  # the deadline bounds the whole run, the search included
     choice = interpreter.choose(python, timeout_s=min(opts.timeout_s, interpreter.ASK_TIMEOUT_S))
-    return gathering.gather(
+    facts = gathering.gather(
         gathering.GatherOptions(
             python=choice.python,
             timeout_s=max(1.0, opts.timeout_s - (time.monotonic() - started)),
@@ -51,6 +52,7 @@ def gather(opts: CheckOptions, python: str | None = None, progress: bool = False
             progress=progress,
         )
     )
+    return paste_evidence.with_live_evidence(facts)  # torch's own words, as on a paste
 
 
 def judge(facts: FactsJson, opts: CheckOptions) -> Report:

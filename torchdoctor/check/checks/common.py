@@ -40,8 +40,25 @@ def set_env(facts: Facts, name: str, value: str) -> str:
 
 
 def grounded(facts: Facts, *paths: str) -> tuple[str, ...]:
-    """A remedy's evidence: those of ``paths`` that name a fact present in these facts."""
-    return evidence.present(facts.raw, *paths)
+    """A remedy's evidence: those of ``paths`` that name a fact present in these facts, and the
+    ``report.evidence.N`` read from them."""
+    return cite(facts, *evidence.present(facts.raw, *paths))
+
+
+def said(facts: Facts, *paths: str) -> list[tuple[str, ReportEvidence]]:
+    """torch's own words read on a live check from the facts at ``paths`` (torch's warnings, its
+    import error): (``report.evidence.N``, record) pairs, as ``pasted`` gives a paste's."""
+    return [
+        (f"report.evidence.{i}", e)
+        for i, e in enumerate(facts.report.evidence)
+        if e.source and e.source in paths
+    ]
+
+
+def cite(facts: Facts, *paths: str) -> tuple[str, ...]:
+    """``paths`` and the ``report.evidence.N`` read from them: a remedy resting on torch's words
+    names them as on a paste."""
+    return (*paths, *(p for p, _ in said(facts, *paths) if p not in paths))
 
 
 def torch_version_path(facts: Facts) -> str:

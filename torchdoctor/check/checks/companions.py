@@ -9,6 +9,7 @@ the release tables, and the CUDA variant each was built for.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from datetime import date
 
 from torchdoctor.data import compat
@@ -203,6 +204,11 @@ def _conda_channel(facts: Facts) -> str | None:
     return own.channel if own and own.channel and own.channel != "pypi" else None
 
 
+def _error_paths(facts: Facts, pkg: str) -> tuple[str, ...]:
+    """The companion's import error and the torch's words read from it (report.evidence.N)."""
+    return grounded(facts, f"torch.companions.{pkg}.error.message")
+
+
 def problems(facts: Facts) -> list[Problem]:
     """A problem, with its fix, for each installed companion that does not fit the installed
     torch; its code names the first reason (the import error, else the release, else the variant)."""
@@ -223,5 +229,8 @@ def problems(facts: Facts) -> list[Problem]:
         found = [(code, why) for code, why in reasons if why]
         if found:
             why = "; ".join(w for _, w in found)
-            out.append(Problem(found[0][0], Status.FAIL, why, [_fix(facts, pkg, torch_version)]))
+            fix = _fix(facts, pkg, torch_version)
+            if found[0][0] == "companion-import-error":  # it rests on the import error too
+                fix = replace(fix, evidence=(*fix.evidence, *_error_paths(facts, pkg)))
+            out.append(Problem(found[0][0], Status.FAIL, why, [fix]))
     return out

@@ -14,6 +14,7 @@ from . import container, driver_state
 from .common import (
     NO_CUDA_ON_MACOS,
     Context,
+    cite,
     driver_install_hint,
     gpu_paths,
     gpus_below_every_wheel,
@@ -22,7 +23,9 @@ from .common import (
     no_driver_helps,
     nvml_gpus,
     probe_stuck,
+    quoted,
     reinstall_torch,
+    said,
     torch_ok,
     torch_unavailable,
     wheel_fixes,
@@ -201,23 +204,23 @@ def _ordinal(facts: Facts) -> Reason | None:
         "CUDA was told to use a GPU index this machine does not have (error 101): compare "
         "CUDA_VISIBLE_DEVICES with the GPUs nvidia-smi lists, and unset it or fix the index.",
         ("nvidia-smi -L", show),
-        evidence=(f"torch.cuda.warnings.{at}",),
+        evidence=cite(facts, f"torch.cuda.warnings.{at}"),
     )
     line = words(facts.torch.cuda.warnings[at])
     code = re.search(r"Error \d+: invalid device ordinal", line)
-    said = code.group(0) if code else line[:300]
-    return Reason("init_failed", f"CUDA initialisation failed: {said}", [fix])
+    told = code.group(0) if code else line[:300]
+    return Reason("init_failed", f"CUDA initialisation failed: {told}", [fix])
 
 
 def _unlisted_gpus(facts: Facts) -> Reason:
     """A report without nvidia-smi's lines: whether there is a GPU is not known, so the reason
     comes from torch's own words, and every fix first checks what the report does not say."""
     warnings = facts.torch.cuda.warnings
-    paths = tuple(f"torch.cuda.warnings.{i}" for i in range(len(warnings)))
-    said = words(warnings[0])[:200] if warnings else ""
+    paths = cite(facts, *(f"torch.cuda.warnings.{i}" for i in range(len(warnings))))
+    told = words(warnings[0])[:200] if warnings else ""
     if any("Found no NVIDIA driver" in w for w in warnings) and facts.platform.system == "Darwin":
         fix = replace(NO_CUDA_ON_MACOS, evidence=paths)
-        return Reason("no_gpu", f"torch found no NVIDIA driver: {said}", [fix], False)
+        return Reason("no_gpu", f"torch found no NVIDIA driver: {told}", [fix], False)
     if any("Found no NVIDIA driver" in w for w in warnings):
         fix = Remedy(
             "Check first that this machine has an NVIDIA GPU (`nvidia-smi`, or `lspci | grep -i "
@@ -226,7 +229,7 @@ def _unlisted_gpus(facts: Facts) -> Reason:
             ("nvidia-smi",),
             evidence=paths,
         )
-        return Reason("no_gpu", f"torch found no NVIDIA driver: {said}", [fix], False)
+        return Reason("no_gpu", f"torch found no NVIDIA driver: {told}", [fix], False)
     if warnings:
         fix = Remedy(
             "Check first that nvidia-smi lists the GPU (the report does not); then reload the "
@@ -234,7 +237,7 @@ def _unlisted_gpus(facts: Facts) -> Reason:
             ("nvidia-smi",),
             evidence=paths,
         )
-        return Reason("init_failed", f"CUDA initialisation failed: {said}", [fix])
+        return Reason("init_failed", f"CUDA initialisation failed: {told}", [fix])
     fix = Remedy(
         "The report does not list the GPUs or the driver: check first that nvidia-smi lists an "
         "NVIDIA GPU and its driver.",
@@ -274,6 +277,8 @@ def _rocm_unavailable(facts: Facts, ctx: Context, details: dict) -> Verdict:
 def _cuda_build(facts: Facts, ctx: Context, details: dict) -> Verdict:
     cuda = facts.torch.cuda
     details.update(available=cuda.available, device_count=cuda.device_count, warnings=cuda.warnings)
+    # torch's words read from its warnings on a live check, quoted as a paste's are.
+    details |= quoted(said(facts, *(f"torch.cuda.warnings.{i}" for i in range(len(cuda.warnings)))))
     if cuda.available:
         return verdict(Status.PASS, f"CUDA available: {cuda.device_count} device(s)", details)
     if ctx.expect in ("cpu", "mps"):

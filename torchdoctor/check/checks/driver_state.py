@@ -13,6 +13,7 @@ from torchdoctor.report.result import Remedy
 
 from ..record import Facts
 from ..record.torch import LoadedLib
+from .common import cite
 
 NVML_MISMATCH = ("version mismatch", "LibRmVersionMismatch")
 # cudaErrorCompatNotSupportedOnDevice / cudaErrorSystemDriverMismatch as torch prints them.
@@ -46,10 +47,13 @@ def kernel_driver(facts: Facts) -> str | None:
 
 def warning_paths(facts: Facts, needles: tuple[str, ...]) -> tuple[str, ...]:
     """``torch.cuda.warnings.N`` for each of torch's warnings that quotes one of ``needles``."""
-    return tuple(
-        f"torch.cuda.warnings.{i}"
-        for i, w in enumerate(facts.torch.cuda.warnings)
-        if any(n in w for n in needles)
+    return cite(
+        facts,
+        *(
+            f"torch.cuda.warnings.{i}"
+            for i, w in enumerate(facts.torch.cuda.warnings)
+            if any(n in w for n in needles)
+        ),
     )
 
 

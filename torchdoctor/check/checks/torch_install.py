@@ -20,6 +20,8 @@ from .common import (
     nvml_gpus,
     python_cmd,
     quote,
+    quoted,
+    said,
     set_env,
     torch_version_path,
     wheel_for,
@@ -119,6 +121,7 @@ def _import_error(facts: Facts) -> Verdict:
     err = facts.torch.error
     message = f"{(err and err.type) or 'Error'}: {(err and err.message) or ''}".strip()
     details: dict[str, object] = {"error": _error_raw(facts) or {}}
+    details |= quoted(said(facts, "torch.error.message"))  # torch's words, as on a paste
     pip = python_cmd(facts)
     lib = _LIB.search(message)
     remedies: list[Remedy]
@@ -361,6 +364,8 @@ def check(facts: Facts, ctx: Context) -> Verdict:
     problems = companions.problems(facts) + [p for p in found if p]
     if problems:
         details["problems"] = [p.message for p in problems]
+    # torch's words read from the companions' import errors on a live check, quoted.
+    details |= quoted(said(facts, *(f"torch.companions.{p}.error.message" for p in dists)))
     where = facts.torch.file or ""
     summary = (
         f"torch {version} imports in {facts.torch.import_s or 0:.2f} s from {where.rsplit('/', 2)[0]}"

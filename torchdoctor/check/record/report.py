@@ -16,6 +16,7 @@ class ReportEvidence(Record):
     kind: Annotated[str, Required]
     line: Str
     at: Int  # line number in the pasted text
+    source: Str  # on a live check: the fact the line was read from (torch.cuda.warnings.0)
     device: Str
     capability: list[int]
     arch_list: list[str]
