@@ -46,10 +46,12 @@ def _quotes(facts: dict[str, Any]) -> list[str]:
         return []
     shown: dict[str, Any] = {}
     for e in evidence:  # one quote per line, however many kinds it carries
-        shown.setdefault(words(e.get("line")), e.get("at", "?"))
+        # A paste's line number; on a live check, the fact the line was read from.
+        where = f"line {e['at']}" if e.get("at") else f"`{e.get('source') or '?'}`"
+        shown.setdefault(words(e.get("line")), where)
     out = ["**torch's own words in the paste (read as evidence):**"]
-    for line, at in list(shown.items())[:MAX_QUOTES]:
-        out.append(f"> `{line[:MAX_QUOTE]}` (line {at})")
+    for line, where in list(shown.items())[:MAX_QUOTES]:
+        out.append(f"> `{line[:MAX_QUOTE]}` ({where})")
     if len(shown) > MAX_QUOTES:
         out.append(f"> … and {len(shown) - MAX_QUOTES} more")
     return out
