@@ -6,13 +6,16 @@ import copy
 
 from torchdoctor.check import engine
 from torchdoctor.check.checks.common import Context
+from torchdoctor.check.record import read_facts
 from torchdoctor.report.result import Status
 
 from .conftest import load_facts
 
 
 def _judge(facts: dict, expect: str = "auto"):
-    return engine.run_check(engine.select(["distributed"])[0], facts, Context(expect=expect))
+    return engine.run_check(
+        engine.select(["distributed"])[0], read_facts(facts), Context(expect=expect)
+    )
 
 
 def _h100(**build) -> dict:

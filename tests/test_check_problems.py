@@ -11,6 +11,7 @@ import pytest
 from torchdoctor.check import engine
 from torchdoctor.check.checks import ALL
 from torchdoctor.check.checks.common import Context
+from torchdoctor.check.record import read_facts
 from torchdoctor.report import docs
 from torchdoctor.report.findings import Selection
 
@@ -36,7 +37,9 @@ def _small_shm_cuda_container() -> dict:
 
 
 def test_each_problem_is_its_own_finding_with_its_own_fix():
-    report = engine.diagnose(_small_shm_cuda_container(), Context(), engine.select(["container"]))
+    report = engine.diagnose(
+        read_facts(_small_shm_cuda_container()), Context(), engine.select(["container"])
+    )
     found = {f.id: f for f in report.all_findings()}
     assert set(found) == {"container.shm-small", "container.gpu-not-delivered"}
     shm = found["container.shm-small"]
@@ -49,7 +52,7 @@ def test_each_problem_is_its_own_finding_with_its_own_fix():
 def test_ignoring_one_problem_keeps_the_other_and_counts_it_silenced():
     """The accepted 64 MiB /dev/shm of a CI runner must not hide a GPU that never arrived."""
     report = engine.diagnose(
-        _small_shm_cuda_container(),
+        read_facts(_small_shm_cuda_container()),
         Context(),
         engine.select(["container"]),
         selection=Selection(ignore=("container.shm-small",)),
@@ -78,7 +81,9 @@ def test_json_report_lists_each_problem_under_its_check(tmp_path):
 def test_every_problem_code_a_check_emits_is_declared(expect):
     """Over the whole corpus: an undeclared code would be an id with no page and no list entry."""
     for name in CORPUS:
-        report = engine.diagnose(load_facts(name), Context(expect=expect), engine.select())
+        report = engine.diagnose(
+            read_facts(load_facts(name)), Context(expect=expect), engine.select()
+        )
         for check in report.checks:
             declared = getattr(engine.select([check.id])[0], "FINDINGS", {})
             for problem in check.problems:
@@ -101,7 +106,7 @@ def test_list_checks_names_each_problem_id_and_its_section():
 
 
 def _ids(facts: dict, *checks: str, expect: str = "auto") -> list[str]:
-    report = engine.diagnose(facts, Context(expect=expect), engine.select(list(checks)))
+    report = engine.diagnose(read_facts(facts), Context(expect=expect), engine.select(list(checks)))
     return [f.id for f in report.all_findings()]
 
 
@@ -118,7 +123,7 @@ def test_user_site_torch_and_its_second_copy_are_two_findings():
         "torch.install.duplicate-installs",
     ]
     report = engine.diagnose(
-        f,
+        read_facts(f),
         Context(),
         engine.select(["torch.install"]),
         selection=Selection(ignore=("torch.install.duplicate-installs",)),
@@ -144,7 +149,7 @@ def test_rocm_unsupported_gfx_and_an_unreadable_render_node_are_two_findings():
     nodes["render"][0]["rw"] = False
     assert _ids(f, "rocm") == ["rocm.node-denied", "rocm.gfx-unsupported"]
     assert _ids(f, "rocm", expect="cpu") == ["rocm.node-denied", "rocm.gfx-unsupported"]
-    report = engine.diagnose(f, Context(expect="cpu"), engine.select(["rocm"]))
+    report = engine.diagnose(read_facts(f), Context(expect="cpu"), engine.select(["rocm"]))
     assert {x.level for x in report.all_findings()} == {"warning"}
     nodes["kfd"]["exists"] = False
     assert _ids(f, "rocm")[0] == "rocm.kfd-missing"
@@ -158,7 +163,7 @@ def test_preloaded_cudart_and_a_drifted_nccl_wheel_are_two_findings_failure_firs
     f["env"]["LD_PRELOAD"] = path
     lib = next(x for x in f["torch"]["libs"]["loaded"] if x["component"] == "cudart")
     lib.update(path=path, origin="system", wheel=None)
-    report = engine.diagnose(f, Context(), engine.select(["torch.libs"]))
+    report = engine.diagnose(read_facts(f), Context(), engine.select(["torch.libs"]))
     (check,) = report.checks
     assert [p.code for p in check.problems] == ["ld-preload", "nvidia-wheel-version"]
     assert check.summary.startswith("libcudart.so.13 from /usr/local/cuda/lib64 is forced")
@@ -168,7 +173,7 @@ def test_preloaded_cudart_and_a_drifted_nccl_wheel_are_two_findings_failure_firs
     assert "unset LD_PRELOAD" in found["torch.libs.ld-preload"].remedies[0]["commands"]
     # Preloaded through /etc/ld.so.preload, not LD_PRELOAD: never `unset LD_PRELOAD` (issue 25).
     del f["env"]["LD_PRELOAD"]
-    report = engine.diagnose(f, Context(), engine.select(["torch.libs"]))
+    report = engine.diagnose(read_facts(f), Context(), engine.select(["torch.libs"]))
     preload = next(x for x in report.all_findings() if x.id == "torch.libs.ld-preload")
     assert not any("unset LD_PRELOAD" in c for r in preload.remedies for c in r["commands"])
     assert "/etc/ld.so.preload" in preload.remedies[0]["text"]
@@ -185,7 +190,7 @@ def test_driver_too_old_is_named_by_both_cuda_checks_with_their_own_ids():
     f = load_facts("driver_too_old")
     ids = _ids(f, "cuda.driver", "cuda.available")
     assert ids == ["cuda.driver.too-old", "cuda.available.driver-too-old"]
-    report = engine.diagnose(f, Context(), engine.select(["cuda.available"]))
+    report = engine.diagnose(read_facts(f), Context(), engine.select(["cuda.available"]))
     assert report.checks[0].details["reason"] == "driver_too_old"  # the JSON field keeps its value
 
 
@@ -195,7 +200,7 @@ def test_gpu_held_by_another_process_is_apart_from_the_arch_list():
     total = f["torch"]["cuda"]["devices"][0]["total_memory_bytes"]
     f["torch"]["cuda_init"] = {"memory": [{"index": 0, "free_bytes": total // 50}]}
     report = engine.diagnose(
-        f,
+        read_facts(f),
         Context(),
         engine.select(["cuda.devices"]),
         selection=Selection(ignore=("cuda.devices.memory-held",)),

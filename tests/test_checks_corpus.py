@@ -8,17 +8,18 @@ from torchdoctor.check import engine
 from torchdoctor.check.checks import by_id
 from torchdoctor.check.checks.common import Context
 from torchdoctor.check.record import load_facts as typed
+from torchdoctor.check.record import read_facts
 from torchdoctor.report.result import Status
 
 from .conftest import FACTS_DIR
 
 
 def judge(facts: dict, check_id: str, expect: str = "auto"):
-    return engine.run_check(by_id()[check_id], facts, Context(expect=expect))
+    return engine.run_check(by_id()[check_id], read_facts(facts), Context(expect=expect))
 
 
 def test_cpu_machine_passes_with_auto(facts):
-    report = engine.diagnose(facts("cpu_linux"), Context(), engine.select())
+    report = engine.diagnose(read_facts(facts("cpu_linux")), Context(), engine.select())
     assert report.exit_code() == 0, [(c.id, c.status, c.summary) for c in report.checks]
     assert judge(facts("cpu_linux"), "cuda.available").status == Status.SKIP
 
@@ -202,7 +203,7 @@ def test_a_check_that_raises_becomes_an_error_result(facts):
         def check(facts, ctx):
             raise KeyError("boom")
 
-    result = engine.run_check(Broken, facts("cpu_linux"), Context())
+    result = engine.run_check(Broken, read_facts(facts("cpu_linux")), Context())
     assert result.status == Status.ERROR and "KeyError" in result.summary
 
 
@@ -247,7 +248,9 @@ def test_expect_cpu_turns_gpu_only_failures_into_warnings(facts):
     assert judge(f, "cuda.driver", "auto").status == Status.FAIL
     result = judge(f, "cuda.driver", "cpu")
     assert result.status == Status.WARN and "not required with --expect cpu" in result.summary
-    report = engine.diagnose(facts("gpu_too_old"), Context(expect="cpu"), engine.select())
+    report = engine.diagnose(
+        read_facts(facts("gpu_too_old")), Context(expect="cpu"), engine.select()
+    )
     assert report.exit_code() == 0, [(c.id, c.status) for c in report.checks if c.status.rank == 2]
 
 

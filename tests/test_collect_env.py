@@ -16,6 +16,7 @@ import pytest
 from torchdoctor.check import collect_env, engine
 from torchdoctor.check.checks.common import Context
 from torchdoctor.check.facts import load
+from torchdoctor.check.record import read_facts
 from torchdoctor.report.result import Status
 
 from .conftest import REPO, run_cli
@@ -25,8 +26,7 @@ FIXTURES = sorted(p.name for p in DIR.iterdir() if p.suffix in (".txt", ".md"))
 
 
 def judge(name: str, expect: str = "auto") -> dict:
-    facts = load(str(DIR / name))
-    report = engine.diagnose(facts, Context(expect=expect), engine.select())
+    report = engine.diagnose(load(str(DIR / name)), Context(expect=expect), engine.select())
     return {c.id: c for c in report.checks}
 
 
@@ -43,7 +43,7 @@ def commands(result) -> list[str]:
 @pytest.mark.parametrize("name", FIXTURES)
 def test_every_fixture_is_read_as_a_report_and_never_errors(name):
     text = (DIR / name).read_text(encoding="utf-8")
-    facts = load(str(DIR / name))
+    facts = load(str(DIR / name)).raw
     assert facts["collected"]["source"] == "collect_env"
     stated = (collect_env.split_fields(text) or {}).get("torch")
     if stated and collect_env.value({"torch": stated}, "torch"):
@@ -57,7 +57,7 @@ def test_every_fixture_is_read_as_a_report_and_never_errors(name):
 
 
 def test_real_collect_env_of_torch_2_13_cpu_on_this_machine():
-    facts = load(str(DIR / "linux_torch2.13_cpu_real.txt"))
+    facts = load(str(DIR / "linux_torch2.13_cpu_real.txt")).raw
     assert facts["torch"]["build"] == {"variant": "cpu", "cuda": None, "hip": None, "debug": False}
     assert facts["platform"]["libc"] == "glibc 2.36"
     assert facts["platform"]["system"] == "Linux" and facts["platform"]["machine"] == "x86_64"
@@ -108,12 +108,12 @@ def test_mps_backend_needs_macos_12_3_on_a_macos_12_2_report():
 def test_mps_backend_is_supported_on_macos_14_for_new_torch_offers_torch_2_5_on_macos_13():
     text = (DIR / "macos_torch2.5_arm64_macos12.2.txt").read_text()
     facts = collect_env.parse(text.replace("12.2", "13.6").replace("2.5.1", "2.7.0"))
-    result = engine.run_check(engine.select(["mps"])[0], facts, Context())
+    result = engine.run_check(engine.select(["mps"])[0], read_facts(facts), Context())
     assert "macOS 13.6 is too old for MPS with torch 2.7.0 (needs 14.0+)" in result.summary
     assert "python3 -m pip install 'torch==2.5.*'" in commands(result)
     # On a macOS that meets the floor, MPS availability is simply not in a collect_env report.
     facts = collect_env.parse(text.replace("12.2", "14.5"))
-    result = engine.run_check(engine.select(["mps"])[0], facts, Context())
+    result = engine.run_check(engine.select(["mps"])[0], read_facts(facts), Context())
     assert result.status == Status.SKIP and result.summary.startswith("not in the report")
 
 
@@ -121,7 +121,7 @@ def test_rosetta_x86_64_python_on_an_apple_m2_report():
     checks = judge("macos_torch2.2_rosetta.txt")
     assert checks["platform"].status == Status.FAIL and "Rosetta" in checks["platform"].summary
     assert "Rosetta" in checks["mps"].summary
-    assert load(str(DIR / "macos_torch2.2_rosetta.txt"))["packages"]["conda"]["pytorch"] == {
+    assert load(str(DIR / "macos_torch2.2_rosetta.txt")).raw["packages"]["conda"]["pytorch"] == {
         "version": "2.2.2",
         "build": "py3.10_0",
         "channel": "pytorch",
@@ -129,7 +129,7 @@ def test_rosetta_x86_64_python_on_an_apple_m2_report():
 
 
 def test_legacy_1_4_report_with_yes_no_flags_cpu_build_beside_a_gtx_1080_ti():
-    facts = load(str(DIR / "linux_torch1.4_legacy_cpu_build_gpu.txt"))
+    facts = load(str(DIR / "linux_torch1.4_legacy_cpu_build_gpu.txt")).raw
     assert facts["torch"]["build"]["debug"] is False
     assert facts["torch"]["cuda"] == {"available": False}
     assert facts["platform"]["python_version"] == "3.7"
@@ -155,7 +155,7 @@ def test_numpy_2_beside_torch_1_12_compiled_using_numpy_1x():
 
 
 def test_rocm_report_names_the_gfx_target_and_skips_what_needs_the_arch_list():
-    facts = load(str(DIR / "linux_torch2.3_rocm6.0_rx6700xt.txt"))
+    facts = load(str(DIR / "linux_torch2.3_rocm6.0_rx6700xt.txt")).raw
     assert facts["torch"]["build"]["variant"] == "rocm"
     assert facts["torch"]["build"]["hip"] == "6.0.32830-d62f6a171"
     assert facts["torch"]["cuda"]["devices"][0]["gcn_arch_name"] == "gfx1031"
@@ -165,7 +165,7 @@ def test_rocm_report_names_the_gfx_target_and_skips_what_needs_the_arch_list():
 
 
 def test_report_fenced_inside_an_issue_body_with_text_around_it():
-    facts = load(str(DIR / "issue_body_fenced_two_gpus.md"))
+    facts = load(str(DIR / "issue_body_fenced_two_gpus.md")).raw
     assert [d["name"] for d in facts["nvml"]["devices"]] == ["NVIDIA L40S", "NVIDIA L40S"]
     assert facts["packages"]["distributions"]["torchaudio"] == {"version": "2.1.2+cu121"}
     assert facts["platform"]["libc"] == "glibc 2.28"
@@ -197,7 +197,7 @@ def test_report_where_import_torch_failed_is_an_import_error_not_a_guess():
     text = (DIR / "linux_torch2.7_cu128_driver470.txt").read_text()
     facts = collect_env.parse(text.replace("PyTorch version: 2.7.1+cu128", "PyTorch version: N/A"))
     assert facts["torch"]["status"] == "import_error"
-    report = engine.diagnose(facts, Context(), engine.select())
+    report = engine.diagnose(read_facts(facts), Context(), engine.select())
     checks = {c.id: c for c in report.checks}
     assert checks["torch.install"].status == Status.FAIL
     assert checks["torch.build"].summary.startswith("not in the report")
@@ -233,7 +233,7 @@ def test_cli_text_that_is_neither_facts_nor_a_report_exits_2_in_one_line(tmp_pat
 
 
 def test_windows_1_8_report_with_cudnn_dll_path_and_short_python_version():
-    facts = load(str(DIR / "windows_torch1.8_cu111_rtx3060.txt"))
+    facts = load(str(DIR / "windows_torch1.8_cu111_rtx3060.txt")).raw
     assert facts["platform"]["system"] == "Windows"
     assert facts["platform"]["python_version"] == "3.8" and facts["platform"]["python_bits"] == 64
     assert facts["torch"]["build"]["cuda"] == "11.1"
@@ -249,7 +249,7 @@ def test_windows_1_8_report_with_cudnn_dll_path_and_short_python_version():
 
 
 def test_mac_osx_10_15_report_of_torch_1_7_debug_build_predates_mps():
-    facts = load(str(DIR / "macos_torch1.7_intel_mac_osx.txt"))
+    facts = load(str(DIR / "macos_torch1.7_intel_mac_osx.txt")).raw
     assert facts["platform"]["mac_ver"] == "10.15.7"
     # pip's legacy "name (version)" list format
     assert facts["packages"]["distributions"]["numpy"] == {"version": "1.19.5"}
@@ -266,7 +266,7 @@ def test_mac_osx_10_15_report_of_torch_1_7_debug_build_predates_mps():
 
 
 def test_xpu_report_with_intel_driver_and_device_blocks():
-    facts = load(str(DIR / "linux_torch2.8_xpu_arc.txt"))
+    facts = load(str(DIR / "linux_torch2.8_xpu_arc.txt")).raw
     assert facts["torch"]["build"]["variant"] == "xpu"
     # Reading goes on past the multi-line Intel blocks to the CPU block and package list.
     assert facts["collected"]["report"]["labels"][-2:] == ["CPU", "Versions of relevant libraries"]
@@ -281,14 +281,14 @@ def test_wsl2_report_driver_too_old_points_at_the_windows_driver():
     )
     facts = collect_env.parse(wsl)
     assert facts["platform"]["wsl"] is True
-    result = engine.run_check(engine.select(["cuda.driver"])[0], facts, Context())
+    result = engine.run_check(engine.select(["cuda.driver"])[0], read_facts(facts), Context())
     assert "never a Linux driver inside WSL2" in result.remedies[0].text
 
 
 def test_windows_report_cuda_build_unavailable_gets_no_dev_nvidia_uvm_advice():
     text = (DIR / "windows_torch1.8_cu111_rtx3060.txt").read_text()
     facts = collect_env.parse(text.replace("Is CUDA available: True", "Is CUDA available: False"))
-    result = engine.run_check(engine.select(["cuda.available"])[0], facts, Context())
+    result = engine.run_check(engine.select(["cuda.available"])[0], read_facts(facts), Context())
     assert result.status == Status.FAIL
     assert "/dev/" not in " ".join(r.text + " ".join(r.commands) for r in result.remedies)
     assert commands(result) == ["nvidia-smi"]
@@ -303,12 +303,12 @@ def test_a_report_cut_short_or_missing_a_line_never_breaks_a_check(name):
         facts = collect_env.parse("\n".join(variant))
         if facts is None:
             continue
-        report = engine.diagnose(facts, Context(), engine.select())
+        report = engine.diagnose(read_facts(facts), Context(), engine.select())
         assert not [c.summary for c in report.checks if c.status == Status.ERROR], variant
 
 
 def test_real_collect_env_of_the_torch_2_14_cuda_wheel_on_this_gpu_less_machine():
-    facts = load(str(DIR / "linux_torch2.14_cu130_no_gpu_real.txt"))
+    facts = load(str(DIR / "linux_torch2.14_cu130_no_gpu_real.txt")).raw
     # PyPI's CUDA wheel: torch.__version__ has the local tag, pip's metadata does not.
     assert facts["torch"]["version"] == "2.14.1+cu130"
     assert facts["packages"]["distributions"]["torch"] == {"version": "2.14.1"}
@@ -330,7 +330,7 @@ def test_numpy_absence_is_not_claimed_when_the_pip_list_was_not_collected():
     head, _, _ = text.partition("Versions of relevant libraries:")
     facts = collect_env.parse(head + "Versions of relevant libraries:\n[pip3] Could not collect\n")
     assert "packages.distributions" not in facts["collected"]["carries"]
-    result = engine.run_check(engine.select(["torch.install"])[0], facts, Context())
+    result = engine.run_check(engine.select(["torch.install"])[0], read_facts(facts), Context())
     assert result.status == Status.PASS and "numpy" not in result.summary
 
 
@@ -347,7 +347,7 @@ def test_report_without_torch_gets_the_install_command_for_the_reporters_os_and_
     facts = collect_env.parse(text.replace("[pip3] torch==2.5.1+cpu", ""))
     assert facts["torch"]["status"] == "missing"
     assert facts["collected"]["report"]["torch"] == "not installed"
-    result = engine.run_check(engine.select(["torch.install"])[0], facts, Context())
+    result = engine.run_check(engine.select(["torch.install"])[0], read_facts(facts), Context())
     assert result.status == Status.FAIL
     (cmd,) = commands(result)
     assert cmd.startswith('py -m pip install "torch==2.')  # double quotes: cmd.exe
@@ -358,7 +358,7 @@ def test_report_saved_by_windows_powershell_as_utf16_is_read(tmp_path):
     text = (DIR / "windows_torch2.5_cpu_wheel_rtx4070.txt").read_text()
     saved = tmp_path / "env.txt"
     saved.write_bytes(text.encode("utf-16"))  # with a BOM, as PowerShell 5's `>` writes it
-    assert load(str(saved)) == collect_env.parse(text)
+    assert load(str(saved)).raw == collect_env.parse(text)
 
 
 def test_windows_cpu_block_from_wmic_with_cr_cr_lf_and_blank_lines():
@@ -374,7 +374,7 @@ def test_windows_cpu_block_from_wmic_with_cr_cr_lf_and_blank_lines():
 def test_imported_torch_differs_from_pips_and_condas_two_copies():
     text = (DIR / "macos_torch2.2_rosetta.txt").read_text()
     facts = collect_env.parse(text.replace("[pip3] torch==2.2.2", "[pip3] torch==2.3.0"))
-    result = engine.run_check(engine.select(["torch.install"])[0], facts, Context())
+    result = engine.run_check(engine.select(["torch.install"])[0], read_facts(facts), Context())
     assert result.status == Status.FAIL
     assert result.summary == (
         "3 copies of torch are visible (2.2.2 in the imported module, 2.3.0 in pip's list, "
@@ -383,14 +383,14 @@ def test_imported_torch_differs_from_pips_and_condas_two_copies():
     # The PyPI CUDA wheel's local tag (2.14.1+cu130 imported, 2.14.1 listed) is one copy.
     assert (
         "torch_distributions"
-        not in load(str(DIR / "linux_torch2.14_cu130_no_gpu_real.txt"))["packages"]
+        not in load(str(DIR / "linux_torch2.14_cu130_no_gpu_real.txt")).raw["packages"]
     )
 
 
 def test_two_torch_copies_on_windows_get_cmd_exe_commands():
     text = (DIR / "windows_torch2.5_cpu_wheel_rtx4070.txt").read_text()
     facts = collect_env.parse(text.replace("[pip3] torch==2.5.1+cpu", "[pip3] torch==2.4.0+cpu"))
-    result = engine.run_check(engine.select(["torch.install"])[0], facts, Context())
+    result = engine.run_check(engine.select(["torch.install"])[0], read_facts(facts), Context())
     assert "2 copies of torch are visible" in result.summary
     assert commands(result) == ["py -m pip uninstall -y torch", "set PYTHONNOUSERSITE=1"]
 
@@ -422,7 +422,7 @@ def test_no_kernel_image_blackwell_report_never_gets_a_wheel_without_sm_120():
     text = (DIR / "windows_torch2.5_cpu_wheel_rtx4070.txt").read_text()
     text = text.replace("RTX 4070 Laptop GPU", "RTX 5090").replace("560.94", "572.83")
     facts = collect_env.parse(text)
-    result = engine.run_check(engine.select(["cuda.available"])[0], facts, Context())
+    result = engine.run_check(engine.select(["cuda.available"])[0], read_facts(facts), Context())
     assert result.status == Status.FAIL
     # torch 2.5's cu124 wheel has no sm_120 kernels: recommending it would fail the same way.
     assert not [c for c in commands(result) if "whl/cu124" in c or "whl/cu121" in c]
@@ -431,14 +431,14 @@ def test_no_kernel_image_blackwell_report_never_gets_a_wheel_without_sm_120():
 def test_redacting_a_report_on_a_host_named_vm_keeps_the_nvml_section_name():
     from torchdoctor.report.redact import redact
 
-    facts = load(str(DIR / "issue_body_fenced_two_gpus.md"))
+    facts = load(str(DIR / "issue_body_fenced_two_gpus.md")).raw
     out = redact(facts, [("vm", "<host>")])
     assert out["collected"]["carries"] == facts["collected"]["carries"]
     assert redact({"a": "ssh vm; vm:22"}, [("vm", "<host>")]) == {"a": "ssh <host>; <host>:22"}
 
 
 def test_torch_1_0_conda_only_report_is_one_copy_and_claims_nothing_about_numpy():
-    facts = load(str(DIR / "linux_torch1.0_cu90_conda_legacy.txt"))
+    facts = load(str(DIR / "linux_torch1.0_cu90_conda_legacy.txt")).raw
     assert facts["packages"]["distributions"]["torch"] == {"version": "1.0.1"}  # from conda
     assert "torch_distributions" not in facts["packages"]  # 1.0.1.post2 is conda's 1.0.1
     assert "packages.distributions" not in facts["collected"]["carries"]  # pip: Could not collect
@@ -451,7 +451,7 @@ def test_torch_1_0_conda_only_report_is_one_copy_and_claims_nothing_about_numpy(
 def test_windows_report_where_import_torch_failed_asks_for_the_error_first():
     text = (DIR / "windows_torch2.5_cpu_wheel_rtx4070.txt").read_text()
     facts = collect_env.parse(text.replace("PyTorch version: 2.5.1+cpu", "PyTorch version: N/A"))
-    result = engine.run_check(engine.select(["torch.install"])[0], facts, Context())
+    result = engine.run_check(engine.select(["torch.install"])[0], read_facts(facts), Context())
     assert result.status == Status.FAIL
     assert commands(result)[0] == 'py -c "import torch"'
     assert "WinError 126" in result.remedies[0].text

@@ -19,6 +19,7 @@ import pytest
 
 from torchdoctor.check import engine
 from torchdoctor.check.checks.common import Context
+from torchdoctor.check.record import read_facts
 from torchdoctor.cluster import bandwidth, fleet, fleet_common, launch
 from torchdoctor.cluster.render import render_text
 from torchdoctor.cluster.worker import apply_override, within
@@ -44,7 +45,7 @@ def validate(doc: dict) -> dict:
 
 
 def node_report(facts: dict) -> dict:
-    return engine.diagnose(facts, Context(expect="cuda"), engine.select()).to_dict()
+    return engine.diagnose(read_facts(facts), Context(expect="cuda"), engine.select()).to_dict()
 
 
 def rank_record(rank: int, host: str, local_rank: int, world: int, report=None, **over) -> dict:

@@ -14,6 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from torchdoctor.check import gather as gathering
+from torchdoctor.check.record import Facts, read_facts
 from torchdoctor.cli import cli
 from torchdoctor.cluster import worker
 from torchdoctor.cluster.launch import from_env
@@ -46,12 +47,12 @@ def gathered(monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)  # no pyproject.toml [tool.torchdoctor] from the repository
     seen: list[gathering.GatherOptions] = []
 
-    def fake_gather(opts: gathering.GatherOptions) -> dict:
+    def fake_gather(opts: gathering.GatherOptions) -> Facts:
         seen.append(opts)
         facts = load_facts("nvml_driver_mismatch")
         facts["collected"]["python"] = opts.python
         facts["interpreter"] = opts.interpreter
-        return facts
+        return read_facts(facts)
 
     monkeypatch.setattr(gathering, "gather", fake_gather)
     return seen

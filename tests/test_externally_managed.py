@@ -14,6 +14,7 @@ import pytest
 from torchdoctor.check import engine
 from torchdoctor.check.checks import by_id
 from torchdoctor.check.checks.common import Context
+from torchdoctor.check.record import read_facts
 
 from .conftest import run_cli
 
@@ -34,7 +35,7 @@ def debian_system(facts: dict, ensurepip: bool = True) -> dict:
 
 
 def remedies(facts: dict, check_id: str = "torch.install"):
-    return engine.run_check(by_id()[check_id], facts, Context()).remedies
+    return engine.run_check(by_id()[check_id], read_facts(facts), Context()).remedies
 
 
 def test_error_externally_managed_environment_torch_missing_installs_into_a_venv(facts):

@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import copy
 import json
+import sys
 
 import jsonschema
 import pytest
 
-from torchdoctor.check import engine
+from torchdoctor.check import engine, pipeline
+from torchdoctor.check import gather as gathering
 from torchdoctor.check.checks import ALL
 from torchdoctor.check.checks.common import Context
-from torchdoctor.check.record import Facts, empty_facts, facts_schema, load_facts
+from torchdoctor.check.record import Facts, empty_facts, facts_schema, load_facts, read_facts
+from torchdoctor.probes import nvml
 from torchdoctor.typed_json import Record, ShapeError, fields_of
 
 from .conftest import REPO
@@ -112,13 +115,30 @@ def test_live_facts_that_do_not_fit_are_read_as_absent_and_listed():
     doc = copy.deepcopy(FIXTURES["h100_healthy"])
     doc["torch"]["version"] = ["2", "13"]
     doc["nvml"]["devices"][0]["capability"] = [9, 0, 1]
-    report = engine.diagnose(doc, Context(), ALL)
+    report = engine.diagnose(read_facts(doc), Context(), ALL)
     assert report.facts_problems == [
         "field 'nvml.devices[0].capability' must hold 2 items, got 3",
         "field 'torch.version' must be a string, got list",
     ]
     assert not [c.id for c in report.checks if c.summary.startswith("the check itself failed")]
     assert report.to_dict()["facts_problems"] == report.facts_problems
+
+
+def test_gathering_reads_the_probes_json_into_the_record_and_keeps_what_did_not_fit(
+    monkeypatch,
+):
+    """Gathering hands on the typed record, read leniently from what the probes sent: a field
+    that does not fit (an NVML binding answering a count as text) reads as absent, is listed
+    in the report, and its JSON stays as sent in the report's facts."""
+    monkeypatch.setattr(nvml, "gather", lambda: {"status": "ok", "device_count": "1"})
+    facts = gathering.gather(gathering.GatherOptions(python=sys.executable, smoke=False))
+    assert isinstance(facts, Facts) and facts.nvml.status == "ok"
+    assert facts.nvml.device_count is None
+    assert facts.misfits == ["field 'nvml.device_count' must be an integer, got string"]
+    report = pipeline.judge(facts, pipeline.CheckOptions(smoke=False))
+    doc = report.to_dict()
+    assert doc["facts_problems"] == facts.misfits
+    assert doc["facts"]["nvml"] == {"status": "ok", "device_count": "1"}
 
 
 def _has_path(cls, path: str) -> bool:

@@ -128,9 +128,10 @@ def test_driver_too_old_is_treated_with_the_wheel_it_runs_and_the_driver_upgrade
 ):
     facts = load_facts("driver_too_old")
     facts["platform"]["executable"] = PY
-    report = pipeline.judge(facts, pipeline.CheckOptions())
+    typed = facts_record.read_facts(facts)
+    report = pipeline.judge(typed, pipeline.CheckOptions())
     inv = _inventory(tmp_path, torch="2.13.0+cu130", torchvision="0.28.0+cu130")
-    plan = planner.build(report, facts_record.load_facts(facts), inv, planner.PlanOptions())
+    plan = planner.build(report, typed, inv, planner.PlanOptions())
     (step,) = plan.steps
     # cuda.driver and cuda.available propose the same reinstall: it runs once, for both.
     assert step.findings == ["cuda.driver.too-old", "cuda.available.driver-too-old"]
@@ -138,9 +139,7 @@ def test_driver_too_old_is_treated_with_the_wheel_it_runs_and_the_driver_upgrade
     assert any("alternative, not applied: Upgrade the NVIDIA driver" in n for n in step.notes)
     advice = {a.finding: a.why for a in plan.advice}
     assert "changes a shell's environment" in advice["extensions.cuda-home-no-headers"]
-    only = planner.build(
-        report, facts_record.load_facts(facts), inv, planner.PlanOptions(only=("extensions",))
-    )
+    only = planner.build(report, typed, inv, planner.PlanOptions(only=("extensions",)))
     assert not only.steps and [a.finding for a in only.advice] == [
         "extensions.cuda-home-no-headers"
     ]

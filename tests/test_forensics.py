@@ -10,6 +10,7 @@ import pytest
 from torchdoctor.check import engine, requirements
 from torchdoctor.check.checks import by_id
 from torchdoctor.check.checks.common import Context
+from torchdoctor.check.record import read_facts
 from torchdoctor.data import alloc_conf
 from torchdoctor.probes import toolchain
 from torchdoctor.probes.child import libs_probe
@@ -20,7 +21,7 @@ from .conftest import needs_torch, run_cli
 
 
 def judge(facts: dict, check_id: str, expect: str = "auto"):
-    result = engine.run_check(by_id()[check_id], facts, Context(expect=expect))
+    result = engine.run_check(by_id()[check_id], read_facts(facts), Context(expect=expect))
     if result.status in (Status.WARN, Status.FAIL):
         assert result.remedies, (check_id, result.summary)
     return result
@@ -114,7 +115,7 @@ def test_accepted_launch_blocking_is_silenced_alone_and_the_allocator_typo_still
     """Each variable's problem is its own finding: a CI job that keeps CUDA_LAUNCH_BLOCKING=1 on
     purpose ignores env.launch-blocking and still hears about the misspelt allocator key."""
     report = engine.diagnose(
-        facts("env_misconfigured"),
+        read_facts(facts("env_misconfigured")),
         Context(),
         engine.select(["env"]),
         selection=Selection(ignore=("env.launch-blocking",)),
@@ -186,7 +187,7 @@ def test_nvcc_major_mismatch_and_missing_ninja_are_two_findings_each_with_its_fi
     f = facts("nvcc_mismatch")
     f["toolchain"]["ninja"] = {}
     report = engine.diagnose(
-        f,
+        read_facts(f),
         Context(),
         engine.select(["extensions"]),
         selection=Selection(ignore=("extensions.no-ninja",)),
@@ -227,7 +228,7 @@ def test_accepted_missing_ninja_is_silenced_alone_and_the_nvcc_12_1_mismatch_sti
     f = facts("nvcc_mismatch")
     f["toolchain"]["ninja"] = {"name": "ninja", "path": None}
     report = engine.diagnose(
-        f,
+        read_facts(f),
         Context(),
         engine.select(["extensions"]),
         selection=Selection(ignore=("extensions.no-ninja",)),

@@ -10,13 +10,18 @@ import pytest
 from torchdoctor.check import engine
 from torchdoctor.check.checks import by_id
 from torchdoctor.check.checks.common import Context
+from torchdoctor.check.record import read_facts
 from torchdoctor.data import compat
 
 NEWEST = compat.newest_release()
 
 
 def install_command(facts: dict) -> str:
-    return engine.run_check(by_id()["torch.install"], facts, Context()).remedies[0].commands[0]
+    return (
+        engine.run_check(by_id()["torch.install"], read_facts(facts), Context())
+        .remedies[0]
+        .commands[0]
+    )
 
 
 def test_cpu_only_linux_gets_a_pinned_cpu_wheel_never_a_bare_pip_install_torch(facts):

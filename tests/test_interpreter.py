@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from torchdoctor.check import interpreter
+from torchdoctor.check.record import Facts, read_facts
 from torchdoctor.report.render import RENDERERS
 from torchdoctor.report.render.common import examined
 
@@ -197,8 +198,8 @@ def test_own_python_with_torch_is_examined_and_an_activated_other_venv_is_named(
 
 
 def test_only_a_program_that_never_spoke_the_probe_protocol_is_refused():
-    def facts(torch: dict, probe: dict) -> dict:
-        return {"platform": {}, "torch": torch, "probe": {"torch": probe}}
+    def facts(torch: dict, probe: dict) -> Facts:
+        return read_facts({"platform": {}, "torch": torch, "probe": {"torch": probe}})
 
     ls = facts({}, {"status": "failed", "returncode": 2, "stderr_tail": "ls: invalid option"})
     assert "exit code 2: ls: invalid option" in interpreter.not_a_python(ls)

@@ -18,6 +18,7 @@ import pytest
 from torchdoctor.check import collect_env, engine, paste_evidence
 from torchdoctor.check.checks.common import Context
 from torchdoctor.check.facts import load
+from torchdoctor.check.record import Facts, read_facts
 from torchdoctor.data import gpu_names
 from torchdoctor.report.result import Status
 
@@ -33,7 +34,7 @@ LABELS = [
 
 def diagnose(path: Path, expect: str = "auto") -> tuple[dict[str, Any], Any]:
     facts = load(str(path))
-    return facts, engine.diagnose(facts, Context(expect=expect), engine.select())
+    return facts.raw, engine.diagnose(facts, Context(expect=expect), engine.select())
 
 
 def findings(report: Any) -> dict[str, Any]:
@@ -272,7 +273,7 @@ def test_live_nvml_without_a_capability_still_gets_the_gpu_judged_by_its_name():
         },
         "torch": {"status": "ok", "version": "2.7.1+cpu", "build": {"variant": "cpu"}},
     }
-    report = engine.diagnose(facts, Context(), engine.select(["cuda.devices"]))
+    report = engine.diagnose(read_facts(facts), Context(), engine.select(["cuda.devices"]))
     too_old = findings(report)["cuda.devices.gpu-too-old"]
     assert "older than any GPU a PyTorch wheel was built for" in too_old.message
 
@@ -356,7 +357,9 @@ def test_conda_installed_torch_gets_a_conda_companion_fix_pytorch_28321():
     # release tables' range (1.8 beside torchvision 0.8.2, the build for torch 1.7).
     text = "\n".join(ln for ln in text.splitlines() if not ln.startswith("[pip3] torch"))
     text = text.replace("1.3.0", "1.8.1").replace("0.4.1    ", "0.8.2    ")
-    report = engine.diagnose(collect_env.parse(text), Context(), engine.select(["torch.install"]))
+    report = engine.diagnose(
+        read_facts(collect_env.parse(text)), Context(), engine.select(["torch.install"])
+    )
     fix = findings(report)["torch.install.companion-release"].remedies[0]
     assert fix["commands"][0] == "conda install -c pytorch torchvision=0.9.1"
 
@@ -429,7 +432,7 @@ def test_live_warnings_the_probe_recorded_are_evidence_as_on_a_paste(name, kind,
     assert quoting, "no check quotes torch's words in its details"
 
 
-def load_recorded(facts: dict[str, Any]) -> dict[str, Any]:
+def load_recorded(facts: dict[str, Any]) -> Facts:
     """The facts as `check --facts FILE` reads them back (the record accepts `source`)."""
     from torchdoctor.check.facts import from_json
 

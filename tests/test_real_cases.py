@@ -12,11 +12,12 @@ from torchdoctor.check import engine
 from torchdoctor.check.checks import by_id
 from torchdoctor.check.checks.common import Context, wheel_fixes
 from torchdoctor.check.record import load_facts as typed
+from torchdoctor.check.record import read_facts
 from torchdoctor.report.result import Status
 
 
 def judge(facts: dict, check_id: str, expect: str = "auto"):
-    return engine.run_check(by_id()[check_id], facts, Context(expect=expect))
+    return engine.run_check(by_id()[check_id], read_facts(facts), Context(expect=expect))
 
 
 def commands(result) -> list[str]:

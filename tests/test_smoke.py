@@ -11,6 +11,7 @@ from torchdoctor.check import engine, gather_smoke
 from torchdoctor.check.checks import by_id
 from torchdoctor.check.checks.common import Context
 from torchdoctor.check.record import load_facts as typed
+from torchdoctor.check.record import read_facts
 from torchdoctor.probes.child import smoke_probe
 from torchdoctor.probes.runner import ProbeRun
 from torchdoctor.report.findings import Selection
@@ -21,7 +22,7 @@ from .facts.build_corpus import gpu_smoke
 
 
 def judge(facts: dict, check_id: str, smoke: bool = True):
-    return engine.run_check(by_id()[check_id], facts, Context(smoke=smoke))
+    return engine.run_check(by_id()[check_id], read_facts(facts), Context(smoke=smoke))
 
 
 def two_gpus(facts) -> dict:
@@ -310,7 +311,9 @@ def test_transfer_that_raised_out_of_memory_fails_with_its_error_and_the_facts_s
     }
     f["smoke"]["devices"]["cuda:0"]["memory"] = {"ok": False, "error": "RuntimeError: boom"}
     typed(f)  # strict, as for --facts FILE: must not raise
-    report = engine.diagnose(f, Context(), engine.select(["smoke.transfer", "smoke.cuda_memory"]))
+    report = engine.diagnose(
+        read_facts(f), Context(), engine.select(["smoke.transfer", "smoke.cuda_memory"])
+    )
     assert report.facts_problems == []
     found = {x.id: x for x in report.all_findings()}
     assert set(found) == {"smoke.transfer.device-failed", "smoke.cuda_memory.device-failed"}
@@ -327,7 +330,7 @@ def test_slow_link_and_changed_round_trip_are_two_findings_silenced_apart(facts)
     assert result.status == Status.FAIL
     assert result.summary.startswith("cuda:1: round trip changed the data (roundtrip_pinned_exact)")
     report = engine.diagnose(
-        f,
+        read_facts(f),
         Context(),
         engine.select(["smoke.transfer"]),
         selection=Selection(ignore=("smoke.transfer.link-slow",)),

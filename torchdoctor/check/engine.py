@@ -16,10 +16,8 @@ from torchdoctor.report.result import CheckResult, Remedy, Report, Status, Verdi
 
 from ..version import __version__
 from . import externally_managed, remedy_audit
-from . import record as facts_record
 from .checks import ALL
 from .checks.common import Context, not_in_report
-from .facts import FactsJson
 from .record import Facts
 
 NO_FIX = Remedy(
@@ -87,11 +85,9 @@ def _adapted(facts: Facts, check_id: str, remedies: list[Remedy]) -> list[Remedy
     return _with_verify(facts, check_id, externally_managed.adapt(remedies, facts))
 
 
-def run_check(module: ModuleType, facts: Facts | FactsJson, ctx: Context) -> CheckResult:
-    """One check's result; raw facts (a parsed facts file) are read into the record first."""
+def run_check(module: ModuleType, facts: Facts, ctx: Context) -> CheckResult:
+    """One check's result."""
     t0 = time.perf_counter()
-    if not isinstance(facts, Facts):
-        facts = facts_record.load_facts(facts, errors=[])
     try:
         # A pasted report carries only some facts: checks judging others skip, never guess.
         needs, kinds = getattr(module, "NEEDS", None), getattr(module, "EVIDENCE", ())
@@ -129,24 +125,22 @@ def select(only: Iterable[str] = (), skip: Iterable[str] = ()) -> list[ModuleTyp
 
 
 def diagnose(
-    facts: FactsJson,
+    facts: Facts,
     ctx: Context,
     modules: list[ModuleType],
     fail_on: str = "error",
     selection: Selection | None = None,
 ) -> Report:
-    # Checks read the typed record. Files were refused at load when they did not fit it; facts
-    # gathered live or parsed from a pasted report are read leniently (a field that does not fit
-    # reads as absent) and what did not fit is kept beside the facts for the bug report.
-    problems: list[str] = []
-    record = facts_record.load_facts(facts, errors=problems)
-    checks = [run_check(m, record, ctx) for m in modules]
+    # The report embeds the facts as JSON, and what did not fit the record when they were read
+    # leniently (gathered live, or parsed from a pasted report) beside them for the bug report;
+    # a facts file was refused at load when it did not fit.
+    checks = [run_check(m, facts, ctx) for m in modules]
     return Report(
         __version__,
         ctx.expect,
         checks,
-        facts,
+        facts.raw,
         fail_on=normalise_fail_on(fail_on),
         selection=selection or Selection(),
-        facts_problems=problems,
+        facts_problems=facts.misfits,
     )

@@ -1,8 +1,9 @@
-"""Facts: the one JSON-serialisable record of everything observed about a machine.
+"""Facts at the edge: a facts file read into the typed record (``load``), and written (``dumps``).
 
-Gathering is the only side-effecting step of a diagnosis; it lives in gather.py, so that reading
-and judging facts never loads a probe. A recorded facts file replays the whole diagnosis anywhere
-(``--facts FILE``), which is how every check is tested without a GPU.
+Everything between reads the record (record/), whose ``raw`` is its JSON. Gathering is the only
+side-effecting step of a diagnosis; it lives in gather.py, so that reading and judging facts never
+loads a probe. A recorded facts file replays the whole diagnosis anywhere (``--facts FILE``),
+which is how every check is tested without a GPU.
 """
 
 from __future__ import annotations
@@ -13,14 +14,9 @@ from typing import Any
 
 from ..safeio import InputError, read_text_bounded
 from ..typed_json import too_deep
-from .record import ShapeError, load_facts
+from .record import Facts, ShapeError, load_facts, read_facts
 
 FACTS_VERSION = 1
-
-
-# Facts as JSON: what gathering builds, a facts file holds and a report embeds. Judging reads the
-# typed record (record.Facts), loaded from this at the boundary.
-FactsJson = dict[str, Any]
 
 
 def dig(doc: dict[str, Any], path: str, default: Any = None) -> Any:
@@ -38,11 +34,12 @@ class FactsError(ValueError):
     """A facts file that cannot be used; the message is one line for the user."""
 
 
-def load(path: str) -> FactsJson:
+def load(path: str) -> Facts:
     """Read a facts file (``-``: stdin): bounded, parsed, and checked against its shape.
 
     A facts file is untrusted input (pasted into an issue, edited by hand): whatever it holds,
-    the result is either facts every check and renderer can trust, or a FactsError.
+    the result is either facts every check and renderer can trust, or a FactsError. A pasted
+    collect_env report is read leniently instead (what did not fit: ``Facts.misfits``).
     """
     try:
         text = read_text_bounded(path)
@@ -57,7 +54,7 @@ def load(path: str) -> FactsJson:
 
         report = parse(text)
         if report is not None:
-            return report
+            return read_facts(report)
         if text.lstrip().startswith(("{", "[")):
             raise FactsError(f"facts file {path!r} is not valid JSON: {exc}") from None
         where = "standard input" if path == "-" else repr(path)
@@ -76,7 +73,7 @@ def _finite(text: str) -> float:
     return value
 
 
-def from_json(data: Any, path: str) -> FactsJson:
+def from_json(data: Any, path: str) -> Facts:
     """Parsed JSON -> checked facts (a whole ``check --json`` report is accepted too)."""
     if isinstance(data, dict) and "facts" in data and "schema_version" in data:
         data = data["facts"]  # a whole report: its facts replay the diagnosis
@@ -90,11 +87,11 @@ def from_json(data: Any, path: str) -> FactsJson:
     if too_deep(data):
         raise FactsError(f"{path!r} is nested too deeply to be a facts file")
     try:
-        load_facts(data)  # the typed record's definition is the file format
+        return load_facts(data)  # the typed record's definition is the file format
     except ShapeError as exc:
         raise FactsError(str(exc)) from None
-    return data
 
 
-def dumps(facts: FactsJson) -> str:
-    return json.dumps(facts, indent=2, sort_keys=True) + "\n"
+def dumps(facts: Facts) -> str:
+    """The facts file of ``facts``: the JSON they were read from, unknown fields included."""
+    return json.dumps(facts.raw, indent=2, sort_keys=True) + "\n"

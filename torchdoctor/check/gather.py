@@ -2,6 +2,8 @@
 
 The torch probe runs in a child (probes/child/torch_probe.py) while NVML, the toolchain and the
 host are read here, in parallel; everything is bounded by the run's deadline (``--timeout``).
+What they report is JSON (the probe's wire format); it is assembled here and read into the typed
+record once, at the end, leniently (a field that does not fit reads as absent and is listed).
 """
 
 from __future__ import annotations
@@ -20,8 +22,9 @@ from ..probes import container, host, nvml, toolchain
 from ..probes.child import torch_probe
 from ..probes.runner import ProbeRun, child_argv, run_probe
 from ..version import __version__
-from . import gather_smoke, progress
-from .facts import FACTS_VERSION, FactsJson
+from . import gather_smoke, paste_evidence, progress
+from .facts import FACTS_VERSION
+from .record import Facts, read_facts
 
 # The whole run's deadline by default (--timeout): probe, smoke tests and reruns together.
 TIMEOUT_S = 30.0
@@ -119,7 +122,7 @@ class _Watch:
         return (busy[0], self.t0) if busy else None
 
 
-def gather(opts: GatherOptions) -> FactsJson:
+def gather(opts: GatherOptions) -> Facts:
     """Run the torch probe in a child while NVML and host facts are read here, in parallel.
 
     ``opts.timeout_s`` bounds the whole of it; on a terminal (``opts.progress``) a wait longer
@@ -128,7 +131,9 @@ def gather(opts: GatherOptions) -> FactsJson:
     t0 = time.monotonic()
     watch = _Watch(t0)
     with progress.Waiting(watch.waiting_for) if opts.progress else contextlib.nullcontext():
-        return _gather(opts, t0, watch)
+        facts = _gather(opts, t0, watch)
+    # torch's own words (its warnings, import errors) as report.evidence, as on a paste
+    return read_facts(paste_evidence.with_live_evidence(facts))
 
 
 class _Deadline:
@@ -142,7 +147,7 @@ class _Deadline:
         return max(0.0, min(cap, self.until - time.monotonic()))
 
 
-def _gather(opts: GatherOptions, t0: float, watch: _Watch) -> FactsJson:
+def _gather(opts: GatherOptions, t0: float, watch: _Watch) -> dict[str, Any]:
     deadline = _Deadline(t0, opts.timeout_s)
     # Same interpreter as ours: read package metadata here, on the other core, while the child
     # imports torch (a metadata scan costs tens of ms that would otherwise be serial).
@@ -177,13 +182,13 @@ def _probe_argv(opts: GatherOptions, packages_here: bool) -> list[str]:
     return child_argv(opts.python, "torch_probe", *args)
 
 
-def _local_facts(opts: GatherOptions, watch: _Watch, deadline: _Deadline) -> FactsJson:
+def _local_facts(opts: GatherOptions, watch: _Watch, deadline: _Deadline) -> dict[str, Any]:
     """What this process reads itself while the probe child runs: NVML, toolchain, host."""
     nvml_job = _Background(nvml.gather)
     toolchain_job = _Background(toolchain.gather)
     watch.jobs = [(nvml_job, "the NVIDIA driver (NVML)"), (toolchain_job, "nvcc and c++ --version")]
     host_facts = host.gather()
-    facts: FactsJson = {
+    facts: dict[str, Any] = {
         "facts_version": FACTS_VERSION,
         "collected": {
             "at": datetime.now(timezone.utc).isoformat(timespec="seconds"),

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..probes.child import locate
+from .record import Facts
 
 # A candidate answers in tens of ms; this only bounds a broken one (a hung network filesystem).
 ASK_TIMEOUT_S = 10.0
@@ -85,22 +86,22 @@ def _resolve(value: str) -> str:
     return str(path.absolute())
 
 
-def not_a_python(facts: dict[str, Any]) -> str | None:
+def not_a_python(facts: Facts) -> str | None:
     """Why a ``--python`` program is no Python, judged from the probe it ran: it said nothing
     the probe says and ended on its own (a hang or a crash is a finding, not bad usage)."""
-    probe = facts.get("probe", {}).get("torch", {})
+    probe = facts.probe.torch
     spoke = (
-        facts.get("platform")
-        or facts.get("torch", {}).get("status") in ("ok", "missing", "import_error")
-        or probe.get("unfinished_stage")
-        or probe.get("stage_durations")
+        facts.platform
+        or facts.torch.status in ("ok", "missing", "import_error")
+        or probe.unfinished_stage
+        or probe.stage_durations
     )
-    if spoke or probe.get("status") not in ("ok", "failed"):
+    if spoke or probe.status not in ("ok", "failed"):
         return None
-    said = (probe.get("stderr_tail") or "").strip().splitlines()
+    said = (probe.stderr_tail or "").strip().splitlines()
     tail = f": {said[-1][:160]}" if said else ""
     return (
-        f"it did not run torchdoctor's probe script (exit code {probe.get('returncode')}{tail}); "
+        f"it did not run torchdoctor's probe script (exit code {probe.returncode}{tail}); "
         "is it a Python 3 interpreter?"
     )
 

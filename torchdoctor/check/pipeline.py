@@ -13,8 +13,7 @@ from typing import TYPE_CHECKING
 
 from ..report.findings import Selection
 from . import gather as gathering
-from . import paste_evidence
-from .facts import FactsJson
+from .record import Facts
 
 if TYPE_CHECKING:
     from ..report.result import Report
@@ -36,13 +35,13 @@ class CheckOptions:
     smoke_size: str = "quick"
 
 
-def gather(opts: CheckOptions, python: str | None = None, progress: bool = False) -> FactsJson:
+def gather(opts: CheckOptions, python: str | None = None, progress: bool = False) -> Facts:
     """The facts of ``python`` (None: the one torchdoctor would choose), within opts.timeout_s."""
     from . import interpreter
 
     started = time.monotonic()  # the deadline bounds the whole run, the search included
     choice = interpreter.choose(python, timeout_s=min(opts.timeout_s, interpreter.ASK_TIMEOUT_S))
-    facts = gathering.gather(
+    return gathering.gather(
         gathering.GatherOptions(
             python=choice.python,
             timeout_s=max(1.0, opts.timeout_s - (time.monotonic() - started)),
@@ -52,10 +51,9 @@ def gather(opts: CheckOptions, python: str | None = None, progress: bool = False
             progress=progress,
         )
     )
-    return paste_evidence.with_live_evidence(facts)  # torch's own words, as on a paste
 
 
-def judge(facts: FactsJson, opts: CheckOptions) -> Report:
+def judge(facts: Facts, opts: CheckOptions) -> Report:
     """Run the selected checks on ``facts``; pure, like every check."""
     from . import engine
     from .checks.common import Context

@@ -20,8 +20,8 @@ from .options import (
 )
 
 if TYPE_CHECKING:
-    from ..check.facts import FactsJson
     from ..check.pipeline import CheckOptions
+    from ..check.record import Facts
 
 
 FORMATS = ("text", "json", "markdown", "junit", "sarif")
@@ -96,9 +96,12 @@ def check(
     else:
         facts = _gather(opts, python)
     if redact:
+        from ..check.record import read_facts
         from ..report.redact import redact as redact_doc
 
-        facts = redact_doc(facts)  # before anything is written: the facts file is shared too
+        # Before anything is written (the facts file is shared too); redaction works on the JSON,
+        # which is read back into the record (as leniently as facts that were gathered).
+        facts = read_facts(redact_doc(facts.raw))
     if dump_facts:
         write_output(dump_facts, "--dump-facts", facts_mod.dumps(facts))
     report = pipeline.judge(facts, opts)
@@ -110,7 +113,7 @@ def check(
     raise click.exceptions.Exit(report.exit_code())
 
 
-def _gather(opts: CheckOptions, python: str | None) -> FactsJson:
+def _gather(opts: CheckOptions, python: str | None) -> Facts:
     """This machine's facts, from the Python that `--python` names or the one chosen for it."""
     from ..check import interpreter, pipeline
 

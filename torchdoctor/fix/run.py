@@ -8,7 +8,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..check import pipeline
-from ..check import record as facts_record
 from ..safeio import OutputError
 from . import inventory, planner, preview, record, restore, snapshot
 from .apply import Applied, Stopped, apply, signals_ignored, stop_on_signals
@@ -37,11 +36,10 @@ def diagnose(opts: FixOptions) -> tuple[Plan, dict[str, str]]:
     """The plan for the examined environment, previewed, and each diagnosed finding's level."""
     facts = pipeline.gather(opts.check, opts.python)
     report = pipeline.judge(facts, opts.check)
-    typed = facts_record.load_facts(facts, errors=[])
-    python = typed.platform.executable or typed.collected.python or opts.python or ""
-    prefix = typed.platform.prefix or os.path.dirname(os.path.dirname(python))
+    python = facts.platform.executable or facts.collected.python or opts.python or ""
+    prefix = facts.platform.prefix or os.path.dirname(os.path.dirname(python))
     inv = inventory.take(python, prefix)
-    plan = planner.build(report, typed, inv, opts.plan)
+    plan = planner.build(report, facts, inv, opts.plan)
     if plan.steps:
         opts.say("Asking the installer what each step would change (dry run)…")
         preview.preview(plan, inv.versions())
