@@ -42,7 +42,10 @@ COMMANDS = ("check", "scan", "inspect", "audit", "dist")
 ID_LISTS = ("select", "ignore")
 PER_FILE = "per-file-ignores"
 # keys a command's own table may hold besides select/ignore: only scan's findings are in files
-COMMAND_KEYS = {"scan": (*ID_LISTS, PER_FILE)}
+COMMAND_KEYS = {"scan": (*ID_LISTS, PER_FILE, "confidence")}
+# the lowest confidence of scan findings shown: shared ([tool.torchdoctor]) or scan's own
+CONFIDENCE = "confidence"
+CONFIDENCES = ("low", "medium", "high")
 
 
 class ConfigError(Exception):
@@ -86,6 +89,11 @@ class Config:
         """``select`` or ``ignore``: the shared list, or (with ``command``) that command's own."""
         return tuple((self._own(command) if command else self.table).get(key, ()))
 
+    def value(self, key: str, command: str | None = None) -> str | None:
+        """A string setting (validated when read): the shared one, or the command's own."""
+        got = (self._own(command) if command else self.table).get(key)
+        return got if isinstance(got, str) else None
+
     def selection(self, command: str) -> Selection:
         """The shared lists plus the command's own table."""
         shared = Selection(self.ids("select"), self.ids("ignore"))
@@ -116,6 +124,13 @@ def _check_globs(table: Mapping[str, Any], where: str) -> None:
         _check_ids(globs, glob, f"{where} {PER_FILE}", label=f'"{glob}"')
 
 
+def _check_confidence(table: Mapping[str, Any], where: str) -> None:
+    value = table.get(CONFIDENCE, "medium")
+    if value not in CONFIDENCES:
+        known = ", ".join(CONFIDENCES)
+        raise ValueError(f"{where} {CONFIDENCE}: must be one of {known}, not {value!r:.60}")
+
+
 def _check_known(table: Mapping[str, Any], known: tuple[str, ...], where: str) -> None:
     """A misspelt key would silently do nothing: refuse it."""
     for key in table:
@@ -132,15 +147,17 @@ def _check_command(table: Mapping[str, Any], command: str) -> None:
     for key in ID_LISTS:
         _check_ids(own, key, where)
     _check_globs(own, where)
+    _check_confidence(own, where)
 
 
 def _validated(table: object) -> dict[str, Any]:
     """``[tool.torchdoctor]`` whose every key is known and has the type it must have."""
     if not isinstance(table, dict):
         raise ValueError(f"{_where()}: must be a table, not {table!r:.60}")
-    _check_known(table, (*ID_LISTS, *COMMANDS), _where())
+    _check_known(table, (*ID_LISTS, CONFIDENCE, *COMMANDS), _where())
     for key in ID_LISTS:
         _check_ids(table, key, _where())
+    _check_confidence(table, _where())
     for command in COMMANDS:
         _check_command(table, command)
     return table

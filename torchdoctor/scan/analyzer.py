@@ -17,6 +17,7 @@ from .context import Context, ProjectFacts
 from .hooks import Check, Hooks
 from .model import Finding
 from .positions import NEWLINE
+from .project import FileSummary
 
 
 @lru_cache(maxsize=16)
@@ -54,13 +55,15 @@ def analyze(
     tree: ast.Module,
     project: ProjectFacts | None = None,
     rules: frozenset[str] | None = None,
+    summary: FileSummary | None = None,
 ) -> list[Finding]:
-    """Findings of the checks that report any of `rules` (all when None)."""
+    """Findings of the checks that report any of `rules` (all when None); what the file tells
+    the rest of the project goes into `summary`."""
     hooks, pattern = _plan(rules)
     lines = candidate_lines(text, pattern)
     if not lines:
         return []
-    ctx = Context(path, text, hooks, lines, project)
+    ctx = Context(path, text, hooks, lines, project, summary)
     ctx.visit(tree)
     ctx.findings.sort(key=lambda f: (f.line, f.col, f.rule))
     return ctx.findings

@@ -43,6 +43,7 @@ class ProjectConfig:
     torch_min: tuple[int, int] | None = None
     problems: tuple[str, ...] = field(default=())  # one line each, for the report
     select: frozenset[str] | None = None  # when set, every other rule is silenced
+    confidence: str | None = None  # the lowest confidence shown (`confidence = "low"`)
 
     def ignored_for(self, path: str) -> frozenset[str]:
         """Rule ids (or `*`) silenced in this file: `ignore` and matching per-file-ignores."""
@@ -115,6 +116,7 @@ def _from_config(cfg: shared_config.Config, problems: list[str]) -> ProjectConfi
         ignore=_listed(cfg, "ignore", problems),
         per_file_ignores=pfi,
         select=_listed(cfg, "select", problems) if wanted else None,
+        confidence=cfg.value("confidence", "scan") or cfg.value("confidence"),
     )
 
 

@@ -27,9 +27,12 @@ from .astutil import (
 )
 from .bindings import DEVICE_VARIABLE, Bindings
 from .calls import CallSites
+from .confidence import lower
+from .cuda_only import DEVICE_RULES, cuda_only_reason
 from .guards import DeviceGuards
 from .hooks import AssignHook, CallHook, Check, Hooks
 from .positions import NEWLINE, SourcePositions
+from .project import FileSummary
 from .scopes import Class, Func, Loop
 
 __all__ = [
@@ -65,12 +68,14 @@ class Context(SourcePositions, Bindings, DeviceGuards, CallSites, ast.NodeVisito
         hooks: Hooks,
         candidates: list[int] | None = None,
         project: ProjectFacts | None = None,
+        summary: FileSummary | None = None,
     ) -> None:
         self._start_positions(path, text)
         self._start_bindings()
         self._start_guards()
         self._start_calls(hooks)
         self.project = project or ProjectFacts()
+        self.summary = summary if summary is not None else FileSummary()
         self.candidates = candidates  # sorted lines worth entering; None = every line
         self.no_grad = 0
         self.if_depth = 0
@@ -82,6 +87,16 @@ class Context(SourcePositions, Bindings, DeviceGuards, CallSites, ast.NodeVisito
         self.param_loop_vars: set[str] = set()
         self.skip_nodes: set[int] = set()
         self.memo: dict[str, object] = {}  # per-file facts a check computes once
+
+    def _judged(self, rule: str, confidence: str, why: str | None) -> tuple[str, str | None]:
+        if rule not in DEVICE_RULES:
+            return confidence, why
+        if "cuda_only" not in self.memo:
+            self.memo["cuda_only"] = cuda_only_reason(self.text)
+        reason = self.memo["cuda_only"]
+        if reason is None:
+            return confidence, why
+        return lower(confidence, "low"), str(reason)
 
     @property
     def func(self) -> Func | None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import io
+import json
 import os
 import re
 import stat
@@ -16,10 +17,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .analyzer import analyze
+from .cache import ScanCache, config_key, default_dir, digest
+from .confidence import DEFAULT as DEFAULT_CONFIDENCE
+from .confidence import shown
 from .config import ProjectConfig, config_for, config_for_dir
 from .context import ProjectFacts
 from .model import FileError, Finding, ScanResult
-from .rules import RULES, resolve
+from .project import FileSummary, Project, picks_mps, resolve
+from .record import FileRecord
+from .rules import RULES
+from .rules import resolve as resolve_rule
 
 SKIP_DIRS = frozenset(
     [
@@ -56,6 +63,15 @@ class ScanOptions:
     select: frozenset[str] | None = None  # rule ids; None = all
     ignore: frozenset[str] = frozenset()
     use_config: bool = True  # read [tool.torchdoctor] and torch requirements of the project
+    confidence: str | None = None  # the lowest shown; None: the project's config, else medium
+    cache: bool = False  # the command line's default is on (--no-cache)
+    cache_dir: str | None = None  # None: cache.default_dir()
+
+    def key(self) -> str:
+        """What of the options changes a file's record (the confidence floor and the files
+        picked do not: they apply after the records)."""
+        select = None if self.select is None else sorted(self.select)
+        return json.dumps([select, sorted(self.ignore), self.use_config])
 
 
 def is_test_file(path: Path) -> bool:
@@ -119,19 +135,10 @@ def iter_files(
                     yield p, (not include_tests and is_test_file(rel))
 
 
-def read_source(path: str) -> str:
-    """Decode like Python does: a coding cookie or BOM, else UTF-8."""
-    with open(path, "rb") as fh:
-        data = fh.read()
-    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-    text = data.decode(encoding)
-    return text[1:] if text.startswith("\ufeff") else text
-
-
 def _ids(listed: str) -> set[str]:
     ids = set()
     for tok in re.split(r"[\s,]+", listed):
-        rule = resolve(tok.strip()) if tok.strip() else None
+        rule = resolve_rule(tok.strip()) if tok.strip() else None
         if rule:
             ids.add(rule.id)
     return ids
@@ -160,19 +167,22 @@ def suppressions(text: str, lines: Iterable[int] | None = None) -> dict[int, set
     return out
 
 
-def scan_source(
+def analyze_source(
     path: str, text: str, opts: ScanOptions, config: ProjectConfig | None = None
-) -> tuple[list[Finding], int]:
-    """Findings of one file's text (raises SyntaxError/ValueError/RecursionError), and how
-    many were suppressed (inline comments, the project's select, ignore, per-file-ignores)."""
+) -> tuple[list[Finding], int, FileSummary]:
+    """One file's findings before the project's facts decide some of them (project.py), how
+    many were suppressed (inline comments, the project's select, ignore, per-file-ignores),
+    and what the file tells the rest of the project. Raises SyntaxError/ValueError/
+    RecursionError."""
     config = config or ProjectConfig()
     tree = ast.parse(text, filename=path)
+    summary = FileSummary(mps=picks_mps(text))
     rules = (opts.select if opts.select is not None else ALL_IDS) - opts.ignore
     if not rules:
-        return [], 0
-    found = analyze(path, text, tree, ProjectFacts(config.torch_min), frozenset(rules))
+        return [], 0, summary
+    found = analyze(path, text, tree, ProjectFacts(config.torch_min), frozenset(rules), summary)
     if not found:
-        return [], 0
+        return [], 0, summary
     quiet = suppressions(text, (f.line for f in found))
     per_file = config.ignored_for(path)
     kept, suppressed = [], 0
@@ -184,53 +194,69 @@ def scan_source(
             suppressed += 1
             continue
         kept.append(f)
-    return kept, suppressed
+    return kept, suppressed, summary
 
 
-def scan_file(path: str, opts: ScanOptions, result: ScanResult) -> str | None:
-    """Scan one file into `result`; returns its text (for --fix) or None on error."""
+def scan_source(
+    path: str, text: str, opts: ScanOptions, config: ProjectConfig | None = None
+) -> tuple[list[Finding], int]:
+    """The findings of one file as a project of its own, at every confidence, and how many
+    were suppressed."""
+    found, suppressed, summary = analyze_source(path, text, opts, config)
+    return resolve(found, Project({path: summary}, lambda _p: text)), suppressed
+
+
+def _read_bytes(path: str) -> bytes:
+    with open(path, "rb") as fh:
+        return fh.read()
+
+
+def _decode(data: bytes) -> str:
+    """Decode like Python does: a coding cookie or BOM, else UTF-8."""
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    text = data.decode(encoding)
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+def read_source(path: str) -> str:
+    return _decode(_read_bytes(path))
+
+
+def scan_file(path: str, opts: ScanOptions) -> FileRecord:
+    """One file's record; a file that cannot be read, decoded or parsed is an error record."""
     try:
-        text = read_source(path)
+        data = _read_bytes(path)
     except OSError as exc:
-        result.errors.append(FileError(path, f"cannot read: {exc.strerror or exc}"))
-        return None
+        return FileRecord(path, error=FileError(path, f"cannot read: {exc.strerror or exc}"))
+    record = FileRecord(path, digest(data))
+    try:
+        text = _decode(data)
     except (UnicodeDecodeError, SyntaxError, LookupError) as exc:
-        result.errors.append(FileError(path, f"cannot decode: {exc}"))
-        return None
+        record.error = FileError(path, f"cannot decode: {exc}")
+        return record
     try:
         config = config_for(path) if opts.use_config else None
-        findings, suppressed = scan_source(path, text, opts, config)
+        record.findings, record.suppressed, record.summary = analyze_source(
+            path, text, opts, config
+        )
     except SyntaxError as exc:
-        result.errors.append(FileError(path, f"syntax error: {exc.msg}", exc.lineno))
-        return None
+        record.error = FileError(path, f"syntax error: {exc.msg}", exc.lineno)
+        return record
     except (ValueError, RecursionError, MemoryError) as exc:
-        result.errors.append(FileError(path, f"cannot parse: {type(exc).__name__}: {exc}"))
-        return None
-    result.files_scanned += 1
-    result.lines_scanned += text.count("\n") + (not text.endswith("\n") and bool(text))
-    result.suppressed += suppressed
-    result.findings.extend(findings)
-    return text
+        record.digest = ""  # may depend on the machine (stack depth, memory): not cached
+        record.error = FileError(path, f"cannot parse: {type(exc).__name__}: {exc}")
+        return record
+    record.lines = text.count("\n") + (not text.endswith("\n") and bool(text))
+    return record
 
 
 PARALLEL_MIN_FILES = 64  # below this, starting worker processes costs more than it saves
 CHUNK = 32
 
 
-def _scan_chunk(args: tuple[list[str], ScanOptions]) -> ScanResult:
+def _scan_chunk(args: tuple[list[str], ScanOptions]) -> list[FileRecord]:
     paths, opts = args
-    part = ScanResult()
-    for p in paths:
-        scan_file(p, opts, part)
-    return part
-
-
-def _merge(into: ScanResult, part: ScanResult) -> None:
-    into.findings.extend(part.findings)
-    into.errors.extend(part.errors)
-    into.files_scanned += part.files_scanned
-    into.lines_scanned += part.lines_scanned
-    into.suppressed += part.suppressed
+    return [scan_file(p, opts) for p in paths]
 
 
 def default_jobs() -> int:
@@ -253,12 +279,91 @@ def _config_problems(files: list[str], result: ScanResult) -> None:
                 )
 
 
+def _analyze_all(files: list[str], opts: ScanOptions, jobs: int) -> list[FileRecord]:
+    """Records of `files`, in parallel for big sets; in file order whatever the jobs."""
+    chunks = [(files[i : i + CHUNK], opts) for i in range(0, len(files), CHUNK)]
+    if jobs > 1 and len(files) >= PARALLEL_MIN_FILES:
+        from concurrent.futures import ProcessPoolExecutor
+        from concurrent.futures.process import BrokenProcessPool
+
+        try:
+            with ProcessPoolExecutor(max_workers=jobs) as pool:
+                return [r for part in pool.map(_scan_chunk, chunks) for r in part]
+        except (OSError, BrokenProcessPool):
+            pass  # no worker processes here (sandbox, no semaphores): scan serially
+    return [r for c in chunks for r in _scan_chunk(c)]
+
+
+def _cached(
+    files: list[str], paths: list[str], opts: ScanOptions
+) -> tuple[ScanCache, dict[str, FileRecord], dict[str, str], dict[str, bytes]]:
+    """The cache, the records it holds for files whose bytes and configuration are unchanged,
+    each file's configuration key, and the bytes read to tell (the project view reads them)."""
+    directory = Path(opts.cache_dir) if opts.cache_dir else default_dir()
+    cache = ScanCache(directory, paths, opts.key())
+    cache.load()
+    hits: dict[str, FileRecord] = {}
+    keys: dict[str, str] = {}
+    held: dict[str, bytes] = {}
+    for p in files:
+        keys[p] = config_key(config_for(p) if opts.use_config else None)
+        try:
+            held[p] = data = _read_bytes(p)
+        except OSError:
+            continue  # scan_file says why
+        got = cache.get(p, digest(data), keys[p]) if cache.entries else None
+        if got is not None:
+            hits[p] = got
+    return cache, hits, keys, held
+
+
+def _reader(held: dict[str, bytes]):
+    def read(path: str) -> str | None:
+        try:
+            return _decode(held[path]) if path in held else read_source(path)
+        except (OSError, UnicodeDecodeError, SyntaxError, LookupError):
+            return None
+
+    return read
+
+
+def _floor(path: str, opts: ScanOptions) -> str:
+    if opts.confidence is not None:
+        return opts.confidence
+    cfg = config_for(path).confidence if opts.use_config else None
+    return cfg or DEFAULT_CONFIDENCE
+
+
+def _assemble(
+    result: ScanResult, records: list[FileRecord], opts: ScanOptions, held: dict[str, bytes]
+) -> None:
+    """The result of the records: project-wide verdicts, then the confidence floor."""
+    found: list[Finding] = []
+    summaries = {}
+    for r in records:
+        if r.error is not None:
+            result.errors.append(r.error)
+            continue
+        result.files_scanned += 1
+        result.lines_scanned += r.lines
+        result.suppressed += r.suppressed
+        summaries[r.path] = r.summary
+        found.extend(r.findings)
+    result.confidence = opts.confidence or DEFAULT_CONFIDENCE
+    for f in resolve(found, Project(summaries, _reader(held))):
+        if shown(f.confidence, _floor(f.path, opts)):
+            result.findings.append(f)
+        else:
+            result.below_confidence += 1
+
+
 def scan_paths(
     paths: Iterable[str], opts: ScanOptions | None = None, jobs: int | None = None
 ) -> ScanResult:
     """Scan files and directories; with several CPUs, big trees are parsed in parallel.
     Results come back in file order whatever the number of jobs."""
     opts = opts or ScanOptions()
+    paths = list(paths)
     result = ScanResult()
     files = []
     for path, skipped in iter_files(paths, opts.include_tests, result.errors):
@@ -268,20 +373,17 @@ def scan_paths(
             files.append(path)
     if opts.use_config:
         _config_problems(files, result)
+    records: dict[str, FileRecord] = {}
+    held: dict[str, bytes] = {}
+    cache = None
+    if opts.cache:
+        cache, records, keys, held = _cached(files, paths, opts)
+    todo = [p for p in files if p not in records]
     jobs = default_jobs() if jobs is None else jobs
-    chunks = [(files[i : i + CHUNK], opts) for i in range(0, len(files), CHUNK)]
-    parts: list[ScanResult] | None = None
-    if jobs > 1 and len(files) >= PARALLEL_MIN_FILES:
-        from concurrent.futures import ProcessPoolExecutor
-        from concurrent.futures.process import BrokenProcessPool
-
-        try:
-            with ProcessPoolExecutor(max_workers=jobs) as pool:
-                parts = list(pool.map(_scan_chunk, chunks))
-        except (OSError, BrokenProcessPool):
-            parts = None  # no worker processes here (sandbox, no semaphores): scan serially
-    if parts is None:
-        parts = [_scan_chunk(c) for c in chunks]
-    for part in parts:
-        _merge(result, part)
+    records.update((r.path, r) for r in _analyze_all(todo, opts, jobs))
+    ordered = [records[p] for p in files]
+    if cache is not None:
+        cache.save(ordered, keys)
+        result.cache_hits = cache.hits
+    _assemble(result, ordered, opts, held)
     return result

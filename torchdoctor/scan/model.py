@@ -31,6 +31,11 @@ class Finding:
     fix: str  # advice in words; `edit` is the mechanical rewrite, when there is a safe one
     edit: Edit | None = None
     fix_note: str | None = None  # set by --fix/--diff: why its edit was not made
+    confidence: str = "high"  # confidence.CONFIDENCES
+    grounds: str | None = None  # what the confidence rests on, when not the rule alone
+    # a fact about the rest of the project that decides the finding (project.py); resolved
+    # after every file is analysed, never cached as decided
+    needs: tuple[str, ...] | None = None
 
     @property
     def level(self) -> str:
@@ -47,8 +52,10 @@ class Finding:
             "level": self.level,
             "message": self.message,
             "subject": f"{self.path}:{self.line}:{self.col}",
+            "confidence": self.confidence,
             "remedies": [{"text": self.fix, "commands": []}],
             "details": {
+                "confidence_grounds": self.grounds,
                 "name": self.name,
                 "path": self.path,
                 "line": self.line,
@@ -81,5 +88,8 @@ class ScanResult:
     files_skipped: int = 0  # test files left out by default
     lines_scanned: int = 0
     suppressed: int = 0
+    below_confidence: int = 0  # findings under the confidence asked for, not shown
+    confidence: str = "medium"  # the lowest confidence shown
+    cache_hits: int = 0  # files whose record came from the cache
     fixed: list[Finding] = field(default_factory=list)
     fail_on_errors: bool = False  # --fail-on-errors: a file that could not be scanned fails

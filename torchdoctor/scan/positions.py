@@ -64,8 +64,18 @@ class SourcePositions:
         return start + len(m.group(1)) if m else None
 
     def report(
-        self, rule: str, node: ast.AST, message: str, fix: str, edit: Edit | None = None
+        self,
+        rule: str,
+        node: ast.AST,
+        message: str,
+        fix: str,
+        edit: Edit | None = None,
+        *,
+        confidence: str = "high",
+        why: str | None = None,
+        needs: tuple[str, ...] | None = None,
     ) -> None:
+        confidence, why = self._judged(rule, confidence, why)
         line, end_line = node.lineno, node.end_lineno or node.lineno  # type: ignore[attr-defined]
         code = self.lines[line - 1].strip() if line - 1 < len(self.lines) else ""
         self.findings.append(
@@ -80,5 +90,13 @@ class SourcePositions:
                 message=message,
                 fix=fix,
                 edit=edit,
+                confidence=confidence,
+                grounds=why,
+                needs=needs,
             )
         )
+
+    def _judged(self, rule: str, confidence: str, why: str | None) -> tuple[str, str | None]:
+        """The confidence a finding keeps once what is known of the whole file is weighed
+        (the scan's Context lowers it in files made for CUDA only)."""
+        return confidence, why

@@ -1,0 +1,127 @@
+"""The scan's cache: a second run over an unchanged tree reads each file and hashes it, but
+parses and analyses only the files whose bytes changed.
+
+Like ruff's: a `.torchdoctor_cache/` folder at the root of the project the scan runs in (the
+nearest pyproject.toml above the working directory, else the working directory itself), with
+a `CACHEDIR.TAG` (backup tools skip it) and a `.gitignore` of `*`; `TORCHDOCTOR_CACHE_DIR`
+puts it elsewhere, `--no-cache` neither reads nor writes it. One JSON file per set of scanned
+paths holds, per file, the digest of its bytes, the key of the configuration that applied and
+the file's record (record.py). A run whose torchdoctor version, scan code or options differ
+from the stored ones ignores the whole file.
+
+What is cached is per file only: the findings one file's text gives. Verdicts that depend on
+other files (project.py) are decided again on every run, so an edit to one file is seen by the
+findings of every other. A cache that cannot be read is ignored and one that cannot be written
+is not written: neither ever fails a scan.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from .. import __version__
+from ..safeio import InputError, OutputError, atomic_write, read_bounded
+from .config import ProjectConfig
+from .record import FileRecord
+
+FORMAT = 1
+DIR_NAME = ".torchdoctor_cache"
+ENV = "TORCHDOCTOR_CACHE_DIR"
+READ_LIMIT = 512 * 1024 * 1024
+CACHEDIR_TAG = (
+    "Signature: 8a477f597d28d172789f06886806bc55\n"
+    "# This file is a cache directory tag created by torchdoctor.\n"
+    "# For information about cache directory tags see https://bford.info/cachedir/\n"
+)
+_SCAN_DIR = Path(__file__).resolve().parent
+
+
+def digest(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def _code_digest() -> str:
+    """torchdoctor's version and the scan's own sources: a changed rule is a different scan,
+    even before a release bumps the version."""
+    h = hashlib.blake2b(__version__.encode(), digest_size=16)
+    for p in sorted(_SCAN_DIR.rglob("*.py")):
+        with contextlib.suppress(OSError):
+            h.update(p.relative_to(_SCAN_DIR).as_posix().encode() + b"\0" + p.read_bytes())
+    return h.hexdigest()
+
+
+def config_key(cfg: ProjectConfig | None) -> str:
+    """The configuration's content, in an order that does not depend on the run (sets)."""
+    if cfg is None:
+        return "-"
+    doc = {k: sorted(v) if isinstance(v, frozenset) else v for k, v in asdict(cfg).items()}
+    doc["per_file_ignores"] = [[g, sorted(ids)] for g, ids in cfg.per_file_ignores]
+    return digest(json.dumps(doc, sort_keys=True, default=str).encode())
+
+
+def default_dir() -> Path:
+    env = os.environ.get(ENV)
+    if env:
+        return Path(env)
+    from .. import config as shared_config
+
+    found = shared_config.find_pyproject()
+    return (found.parent if found else Path(os.path.abspath("."))) / DIR_NAME
+
+
+class ScanCache:
+    """The stored records of one set of scanned paths under one set of options."""
+
+    def __init__(self, directory: Path, paths: list[str], options: str) -> None:
+        roots = json.dumps(sorted(os.path.abspath(p) for p in paths))
+        self.directory = directory
+        self.file = directory / f"scan-{digest(roots.encode())}.json"
+        self.fingerprint = digest(f"{FORMAT}\0{_code_digest()}\0{options}".encode())
+        self.entries: dict[str, dict[str, Any]] = {}
+        self.hits = 0
+
+    def load(self) -> None:
+        try:
+            doc = json.loads(read_bounded(str(self.file), READ_LIMIT, allow_stdin=False))
+        except (InputError, OSError, ValueError):
+            return  # none yet, unreadable or not ours: a cold run
+        if isinstance(doc, dict) and doc.get("fingerprint") == self.fingerprint:
+            files = doc.get("files")
+            self.entries = files if isinstance(files, dict) else {}
+
+    def get(self, path: str, file_digest: str, cfg_key: str) -> FileRecord | None:
+        entry = self.entries.get(path)
+        if not isinstance(entry, dict) or entry.get("config") != cfg_key:
+            return None
+        record = entry.get("record")
+        if not isinstance(record, dict) or record.get("digest") != file_digest:
+            return None
+        try:
+            got = FileRecord.from_json(path, record)
+        except (KeyError, TypeError, ValueError, IndexError):
+            return None
+        self.hits += 1
+        return got
+
+    def save(self, records: list[FileRecord], cfg_keys: dict[str, str]) -> None:
+        """Store this run's records (only these: a file gone from the tree leaves the cache)."""
+        files = {
+            r.path: {"config": cfg_keys[r.path], "record": r.to_json()}
+            for r in records
+            if r.digest and r.path in cfg_keys
+        }
+        doc = {"format": FORMAT, "fingerprint": self.fingerprint, "files": files}
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            for name, text in (("CACHEDIR.TAG", CACHEDIR_TAG), (".gitignore", "*\n")):
+                if not (self.directory / name).exists():
+                    atomic_write(str(self.directory / name), text)
+            atomic_write(str(self.file), json.dumps(doc, separators=(",", ":")))
+        except (OSError, OutputError):
+            pass  # a read-only checkout: scan without a cache, as if --no-cache

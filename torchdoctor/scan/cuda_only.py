@@ -1,0 +1,43 @@
+"""Is a file made to run on CUDA only? Then `.cuda()`, `"cuda"`, `torch.cuda.*` and pinned
+memory in it are not pitfalls a maintainer would change: the file cannot run anywhere else
+anyway. Told by what the file says of itself (never by running it):
+
+- it starts an NCCL process group (NCCL exists for NVIDIA GPUs only);
+- it imports bitsandbytes' CUDA kernels, SageMaker's model-parallel library or builds a CUDA
+  extension (`CUDAExtension`, `load_inline(... cuda_sources=...)`, `.cu` sources).
+
+Findings of the device rules there keep a `low` confidence, with the reason."""
+
+from __future__ import annotations
+
+import re
+
+# (pattern over the file's text, what it shows). Checked in order; the first hit is the reason.
+MARKERS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (
+        re.compile(r"""backend\s*=\s*["']nccl["']|init_process_group\(\s*["']nccl["']"""),
+        "starts NCCL",
+    ),
+    (re.compile(r"^\s*(?:import|from)\s+bitsandbytes\b", re.M), "imports bitsandbytes"),
+    (
+        re.compile(r"^\s*(?:import|from)\s+smdistributed\b", re.M),
+        "imports SageMaker model parallel",
+    ),
+    (
+        re.compile(r"\bCUDAExtension\b|cuda_sources\s*=|[\"'][\w/.-]+\.cu[\"']"),
+        "builds CUDA kernels",
+    ),
+)
+# The rules that say "this fails without CUDA": moot in a file that needs CUDA anyway.
+DEVICE_RULES = frozenset(["TD001", "TD002", "TD003", "TD202", "TD501", "TD502"])
+QUICK = re.compile(r"nccl|bitsandbytes|smdistributed|CUDAExtension|cuda_sources|\.cu[\"']")
+
+
+def cuda_only_reason(text: str) -> str | None:
+    """Why the file runs on CUDA only, or None."""
+    if not QUICK.search(text):
+        return None
+    for pattern, reason in MARKERS:
+        if pattern.search(text):
+            return f"the file {reason}: it runs on CUDA only"
+    return None

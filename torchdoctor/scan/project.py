@@ -1,0 +1,145 @@
+"""The project view: what one file tells the others, and the findings that need it.
+
+Each file's analysis (cached per file) leaves a `FileSummary` — does it pick an MPS device,
+which files does it save from CPU-only data — and findings whose verdict depends on other
+files carry `needs`. After every file is analysed, `resolve` decides those findings against
+the whole scanned tree. This step is never cached: an edit to one file changes the verdict on
+another at the next run (the callers of a function are looked up in the current sources).
+
+needs:
+- ("mps",): the finding crashes only on an MPS device; kept as reported when some file of the
+  project picks one, lowered to `low` otherwise.
+- ("saved", key, …): a `torch.load` of a file; dropped when the project itself writes a file of
+  that key from CPU-only data (RNG or scheduler state, a dataset cache).
+- ("callers", name, param, index): a `param="cuda"` default of `name`; dropped when every call
+  of `name` in the project passes `param` (by keyword, or by position `index`), `high` when some
+  call leaves it out, else as reported (public) or `low` (private).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from .astutil import call_name
+from .confidence import lower
+from .model import Finding
+
+MPS_WORD = re.compile(r"""["']mps["'](?!\s*:)|["']mps:|backends\.mps|\bmps\.is_available""")
+
+
+@dataclass
+class FileSummary:
+    mps: bool = False  # the file picks (or offers) an MPS device
+    cpu_saves: list[str] = field(default_factory=list)  # keys of files saved from CPU data
+
+    def to_json(self) -> dict[str, Any]:
+        return {"mps": self.mps, "cpu_saves": list(self.cpu_saves)}
+
+    @classmethod
+    def from_json(cls, doc: dict[str, Any]) -> FileSummary:
+        return cls(bool(doc["mps"]), [str(k) for k in doc["cpu_saves"]])
+
+
+def picks_mps(text: str) -> bool:
+    return "mps" in text and MPS_WORD.search(text) is not None
+
+
+@dataclass
+class Call:
+    path: str
+    line: int
+    passes: bool  # the call gives the parameter (or may, through *args / **kwargs)
+
+
+class Project:
+    """The scanned tree's summaries, and the callers of a function (looked up on demand)."""
+
+    def __init__(
+        self, summaries: dict[str, FileSummary], read: Callable[[str], str | None]
+    ) -> None:
+        self.summaries = summaries
+        self.read = read
+        self.mps = any(s.mps for s in summaries.values())
+        self.cpu_saved = {k for s in summaries.values() for k in s.cpu_saves}
+        self._calls: dict[tuple[str, str, int], list[Call]] = {}
+
+    def find_calls(self, wanted: Iterable[tuple[str, str, int]]) -> None:
+        """Every call of the wanted (name, param, index) in the project, in one pass: a file
+        is read and parsed only when its text holds one of the names."""
+        todo = [w for w in set(wanted) if w not in self._calls]
+        if not todo:
+            return
+        for w in todo:
+            self._calls[w] = []
+        names = sorted({n for n, _, _ in todo})
+        pattern = re.compile(r"\b(?:" + "|".join(map(re.escape, names)) + r")\s*\(")
+        for path in self.summaries:
+            text = self.read(path)
+            if text is None or not pattern.search(text):
+                continue
+            try:
+                tree = ast.parse(text)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                continue
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Call):
+                    for w in todo:
+                        if call_name(node) == w[0]:
+                            self._calls[w].append(Call(path, node.lineno, _passes(node, *w[1:])))
+
+    def calls(self, name: str, param: str, index: int) -> list[Call]:
+        self.find_calls([(name, param, index)])
+        return self._calls[(name, param, index)]
+
+
+def _passes(node: ast.Call, param: str, index: int) -> bool:
+    if any(k.arg in (param, None) for k in node.keywords):
+        return True
+    if any(isinstance(a, ast.Starred) for a in node.args):
+        return True
+    return index >= 0 and len(node.args) > index
+
+
+def resolve(findings: list[Finding], project: Project) -> list[Finding]:
+    """The findings decided against the project: some dropped, some confidences changed."""
+    project.find_calls(
+        (f.needs[1], f.needs[2], int(f.needs[3]))
+        for f in findings
+        if f.needs and f.needs[0] == "callers"
+    )
+    out = []
+    for f in findings:
+        decided = _decide(f, project) if f.needs else f
+        if decided is not None:
+            out.append(decided)
+    return out
+
+
+def _decide(f: Finding, project: Project) -> Finding | None:
+    kind, *args = f.needs or ("",)
+    if kind == "mps":
+        if project.mps:
+            return f
+        why = "no scanned file picks an MPS device: it fails only where a user passes one"
+        return replace(f, confidence=lower(f.confidence, "low"), grounds=why)
+    if kind == "saved":
+        return None if set(args) & project.cpu_saved else f
+    if kind == "callers":
+        name, param, index = args[0], args[1], int(args[2])
+        calls = project.calls(name, param, index)
+        left_out = [c for c in calls if not c.passes]
+        if left_out:
+            c = left_out[0]
+            why = f"called without {param}= at {c.path}:{c.line}"
+            return replace(f, confidence="high", grounds=why)
+        if calls:
+            return None  # every caller in the project chooses the device
+        if name.startswith("_"):
+            why = "a private function no scanned file calls"
+            return replace(f, confidence=lower(f.confidence, "low"), grounds=why)
+        return f
+    return f
