@@ -87,6 +87,29 @@ POSITIVE = {
         "buf = torch.empty(1024, pin_memory=True)",
         "batch = batch.pin_memory()",
     ],
+    "TD004": [
+        "def sync(device):\n    if device.type != 'cpu':\n        torch.cuda.synchronize()",
+        "if torch.backends.mps.is_available():\n    x = x.to('mps')\nelse:\n    x = x.cuda()",
+        "def f(x, device):\n    if device == 'cpu':\n        return x\n    return x.to('cuda')",
+    ],
+    "TD005": [
+        "def build(cfg, device='cuda'):\n    return cfg",
+        "class Resize:\n    def __init__(self, size, *, device='cuda:0'):\n        self.size = size",
+    ],
+    "TD601": [
+        "dev = torch.device('mps')\nt = torch.zeros(3, dtype=torch.float64, device=dev)",
+        "def f(x, device):\n    x = x.to(device)\n    return x.double()",
+        "t = t.to('mps', torch.float64)",
+    ],
+    "TD602": [
+        "class G(nn.Module):\n    def __init__(self, i, v):\n        super().__init__()\n"
+        "        self.register_buffer('adj', torch.sparse_coo_tensor(i, v, (3, 3)))",
+        "adj = adj.to_sparse().to(device)",
+    ],
+    "TD603": [
+        "loss = nn.CTCLoss()(logp, y, il, tl)",
+        "import torch.nn.functional as F\nloss = F.ctc_loss(logp, y, il, tl)",
+    ],
 }
 
 NEGATIVE = {
@@ -166,6 +189,29 @@ NEGATIVE = {
     "TD501": [
         "loader = DataLoader(ds, pin_memory=torch.cuda.is_available())",
         "if torch.cuda.is_available():\n    loader = DataLoader(ds, pin_memory=True)",
+    ],
+    "TD004": [
+        "if torch.cuda.is_available():\n    torch.cuda.synchronize()",
+        "if device.type == 'cuda':\n    torch.cuda.synchronize()",
+        "if device != 'cpu':\n    x = x.to(device)",  # no CUDA-only code behind it
+    ],
+    "TD005": [
+        "def build(cfg, device=None):\n    return cfg",
+        "def build(cfg, device='cpu'):\n    return cfg",
+        "def _h(x, device='cuda'):\n    return x\n_h(1, device='cpu')\n_h(2, 'cpu')",
+    ],
+    "TD601": [
+        "t = torch.zeros(3, dtype=torch.float64)",  # on the CPU
+        "def f(x, device):\n    x = x.to(device)\n    return x.cpu().double()",
+        "t = torch.zeros(3, dtype=torch.float64, device='cuda')",  # surely not MPS
+    ],
+    "TD602": [
+        "adj = adj.to_sparse()",  # stays on the CPU
+        "x = x.to(device)",
+    ],
+    "TD603": [
+        "loss = nn.CrossEntropyLoss()(logits, y)",
+        "from warpctc import ctc_loss\nloss = ctc_loss(a, b)",  # another library's
     ],
 }
 

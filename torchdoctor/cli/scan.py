@@ -70,6 +70,17 @@ def _list_rules(ctx: click.Context, _param: click.Parameter, value: bool) -> Non
     default=None,
     help="Worker processes for large trees (default: the usable CPUs).",
 )
+@click.option(
+    "--confidence",
+    type=click.Choice(["high", "medium", "low"]),
+    default=None,
+    help="Lowest confidence shown (default: `confidence` in [tool.torchdoctor], else medium).",
+)
+@click.option(
+    "--no-cache",
+    is_flag=True,
+    help="Neither read nor write .torchdoctor_cache/ (TORCHDOCTOR_CACHE_DIR moves it).",
+)
 @click.option("--fix", is_flag=True, help="Rewrite the mechanical cases in place.")
 @click.option(
     "--diff",
@@ -95,6 +106,8 @@ def scan_cmd(
     ignore: tuple[str, ...],
     include_tests: bool,
     jobs: int | None,
+    confidence: str | None,
+    no_cache: bool,
     fix: bool,
     diff: bool,
 ) -> None:
@@ -118,6 +131,8 @@ def scan_cmd(
         include_tests=include_tests,
         select=_rule_ids(select, "--select") or None,
         ignore=_rule_ids(ignore, "--ignore"),
+        confidence=confidence,
+        cache=not no_cache,
     )
     result = scan_paths(paths, opts, jobs)
     result.fail_on_errors = fail_on_errors

@@ -34,6 +34,12 @@ def is_guard(expr: ast.AST) -> bool:
     return any(GUARD_WORD.search(n) for n in names(expr))
 
 
+def is_guard_else(expr: ast.AST) -> bool:
+    """The same test, for the code that runs when it is false (an `else:`, or what follows an
+    early `return`): a guard all the same; guards.py tells the two apart for TD004."""
+    return is_guard(expr)
+
+
 def dotted(node: ast.AST) -> str:
     """`a.b.c` -> "a.b.c"; calls and subscripts end the chain (`f().x` -> "x")."""
     parts = []

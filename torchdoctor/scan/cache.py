@@ -25,8 +25,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
 from ..safeio import InputError, OutputError, atomic_write, read_bounded
+from ..version import __version__
 from .config import ProjectConfig
 from .record import FileRecord
 

@@ -23,6 +23,7 @@ from .astutil import (
     exits,
     imports_cuda_only,
     is_guard,
+    is_guard_else,
     names,
 )
 from .bindings import DEVICE_VARIABLE, Bindings
@@ -133,7 +134,9 @@ class Context(SourcePositions, Bindings, DeviceGuards, CallSites, ast.NodeVisito
         for s in stmts:
             if isinstance(s, (ast.Import, ast.ImportFrom)) or self._worth(s):
                 self.visit(s)
-            if (isinstance(s, ast.If) and exits(s.body)) or isinstance(s, ast.Assert):
+            if isinstance(s, ast.If) and exits(s.body):
+                self._guards.append((is_guard_else, s.test))  # what follows runs when false
+            elif isinstance(s, ast.Assert):
                 self._guards.append((is_guard, s.test))
             elif imports_cuda_only(s):
                 self._guards.append(None)
@@ -149,6 +152,7 @@ class Context(SourcePositions, Bindings, DeviceGuards, CallSites, ast.NodeVisito
         self.if_depth += 1
         self.if_tests.append(node.test)
         self._block(node.body)
+        self._guards[-1] = (is_guard_else, node.test)
         self._block(node.orelse)
         self.if_tests.pop()
         self.if_depth -= 1
@@ -192,6 +196,8 @@ class Context(SourcePositions, Bindings, DeviceGuards, CallSites, ast.NodeVisito
         for d in node.decorator_list:
             self.visit(d)
         self.visit(node.args)
+        for hook in self.hooks.defs:
+            hook(self, node)
         cls = self.classes[-1] if self.classes and not self.funcs else None
         no_grad = any(NO_GRAD_WORD.search(n) for d in node.decorator_list for n in names(d))
         self.funcs.append(Func(node, cls))

@@ -29,7 +29,7 @@ MARKERS: tuple[tuple[re.Pattern[str], str], ...] = (
     ),
 )
 # The rules that say "this fails without CUDA": moot in a file that needs CUDA anyway.
-DEVICE_RULES = frozenset(["TD001", "TD002", "TD003", "TD202", "TD501", "TD502"])
+DEVICE_RULES = frozenset(["TD001", "TD002", "TD003", "TD004", "TD005", "TD202", "TD501", "TD502"])
 QUICK = re.compile(r"nccl|bitsandbytes|smdistributed|CUDAExtension|cuda_sources|\.cu[\"']")
 
 

@@ -6,9 +6,13 @@ encloses a node; a predicate is evaluated only when a check asks, once per node.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Callable
 
-from .astutil import DEVICE_SPECIFIC_NAME, is_guard
+from .astutil import DEVICE_SPECIFIC_NAME, dotted, is_guard, is_guard_else, names
+
+NOT_CUDA = frozenset(["cpu", "mps"])
+KIND_FLAG = re.compile(r"(use_|on_|is_)?(cpu|mps)(_only)?")
 
 # (predicate, node) for a possible guard, or None for a known one
 Guard = tuple[Callable[[ast.AST], bool], ast.AST] | None
@@ -27,11 +31,7 @@ class DeviceGuards:
         for entry in self._guards:
             if entry is None:
                 return True
-            pred, node = entry
-            hit = self._guard_memo.get(id(node))
-            if hit is None:
-                hit = self._guard_memo[id(node)] = pred(node)
-            if hit:
+            if self._hit(entry):
                 return True
         return False
 
@@ -39,3 +39,71 @@ class DeviceGuards:
         return bool(DEVICE_SPECIFIC_NAME.search(node.name)) or any(
             is_guard(d) for d in node.decorator_list
         )
+
+    def narrow_guard(self) -> ast.expr | None:
+        """The test of an `if` that guards the current node but rules out only one device
+        kind that is not CUDA (`if device != "cpu":`, the `else:` of `if args.cpu:` or of an
+        MPS check): on the others (an MPS Mac, XPU) CUDA code behind it still runs and raises.
+        None when the node is not guarded, or when some guard around it is a real one."""
+        found = None
+        for entry in self._guards:
+            if entry is None:
+                return None
+            pred, node = entry
+            if not self._hit(entry):
+                continue
+            narrow = narrow_when_true if pred is is_guard else narrow_when_false
+            if pred not in (is_guard, is_guard_else) or not narrow(node):  # type: ignore[arg-type]
+                return None
+            found = node
+        return found  # type: ignore[return-value]
+
+    def _hit(self, entry: tuple[Callable[[ast.AST], bool], ast.AST]) -> bool:
+        pred, node = entry
+        hit = self._guard_memo.get(id(node))
+        if hit is None:
+            hit = self._guard_memo[id(node)] = pred(node)
+        return hit
+
+
+def _one_kind(node: ast.AST) -> bool:
+    """A device kind that is not CUDA: the string "cpu" / "mps", or a flag named after one
+    (`args.cpu`, `use_mps`, `torch.backends.mps.is_available()`)."""
+    if isinstance(node, ast.Constant):
+        return node.value in NOT_CUDA
+    if isinstance(node, ast.Call):
+        return dotted(node.func).endswith("mps.is_available")
+    name = dotted(node).rsplit(".", 1)[-1].lower()
+    return bool(name) and KIND_FLAG.fullmatch(name) is not None
+
+
+def _compared(test: ast.AST, ops: tuple[type, ...]) -> bool:
+    return (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ops)
+        and any(_one_kind(n) for n in (test.left, *test.comparators))
+    )
+
+
+def _mentions_cuda(test: ast.AST) -> bool:
+    return any("cuda" in n.lower() or "gpu" in n.lower() for n in names(test))
+
+
+def narrow_when_true(test: ast.expr) -> bool:
+    """`x != "cpu"`, `x.type != "mps"`, `not args.cpu`: true on every other kind."""
+    if _mentions_cuda(test):
+        return False
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _one_kind(test.operand) and not isinstance(test.operand, ast.Constant)
+    return _compared(test, (ast.NotEq, ast.IsNot))
+
+
+def narrow_when_false(test: ast.expr) -> bool:
+    """`x == "cpu"`, `args.cpu`, `torch.backends.mps.is_available()`: false on every other
+    kind, so the `else:` is no CUDA guard."""
+    if _mentions_cuda(test):
+        return False
+    if isinstance(test, (ast.Name, ast.Attribute, ast.Call)):
+        return _one_kind(test)
+    return _compared(test, (ast.Eq, ast.Is))

@@ -13,6 +13,7 @@ from typing import Any
 # context.py imports, does not import it back.
 CallHook = Callable[[Any, ast.Call], None]
 AssignHook = Callable[[Any, "ast.Assign | ast.AnnAssign"], None]
+DefHook = Callable[[Any, "ast.FunctionDef | ast.AsyncFunctionDef"], None]
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,7 @@ class Check:
     keywords: frozenset[str] = frozenset()
     on_call: CallHook | None = None
     on_assign: AssignHook | None = None
+    on_def: DefHook | None = None  # a function definition, before its body is walked
 
 
 @dataclass
@@ -37,6 +39,7 @@ class Hooks:
     calls: dict[str, list[CallHook]] = field(default_factory=dict)
     keywords: dict[str, list[CallHook]] = field(default_factory=dict)
     assigns: list[AssignHook] = field(default_factory=list)
+    defs: list[DefHook] = field(default_factory=list)
 
     @classmethod
     def of(cls, checks: Sequence[Check]) -> Hooks:
@@ -49,4 +52,6 @@ class Hooks:
                     h.keywords.setdefault(k, []).append(c.on_call)
             if c.on_assign:
                 h.assigns.append(c.on_assign)
+            if c.on_def:
+                h.defs.append(c.on_def)
         return h

@@ -38,6 +38,8 @@ def to_dict(result: ScanResult, fail_on: str) -> dict[str, Any]:
             "lines_scanned": result.lines_scanned,
             "findings": counts(result),
             "silenced": result.suppressed,
+            "confidence": result.confidence,
+            "below_confidence": result.below_confidence,
             "fixed": len(result.fixed),
             "file_errors": len(result.errors),
             "fail_on": fail_on,
@@ -53,6 +55,7 @@ def to_dict(result: ScanResult, fail_on: str) -> dict[str, Any]:
                 "level": r.level,
                 "title": r.title,
                 "help": r.help,
+                "precision": r.precision,
                 "doc": scan_rule_url(r.id),
             }
             for r in RULES
@@ -75,8 +78,11 @@ def render_text(result: ScanResult, fail_on: str) -> str:
     for path, findings in by_file.items():
         out.append(path)
         for f in findings:
-            out.append(f"  {f.line}:{f.col}  {_MARK[f.level]} {f.rule} {f.level}: {f.message}")
+            head = f"{_MARK[f.level]} {f.rule} {f.level} ({f.confidence} confidence)"
+            out.append(f"  {f.line}:{f.col}  {head}: {f.message}")
             out.append(f"      {f.code}")
+            if f.grounds:
+                out.append(f"      confidence: {f.grounds}")
             auto = "  (--fix can apply this)" if f.edit else ""
             out.append(f"      fix: {f.fix}{auto}")
             if f.fix_note:
@@ -94,6 +100,11 @@ def render_text(result: ScanResult, fail_on: str) -> str:
         tail.append(f"{result.files_skipped} test files skipped (--include-tests)")
     if result.suppressed:
         tail.append(f"{result.suppressed} suppressed")
+    if result.below_confidence:
+        tail.append(
+            f"{result.below_confidence} of lower confidence than {result.confidence} not shown "
+            "(--confidence low)"
+        )
     if result.fixed:
         tail.append(f"{len(result.fixed)} fixed")
     if result.errors:

@@ -24,6 +24,10 @@ class Rule:
     title: str
     help: str
     tags: tuple[str, ...] = ("device",)
+    # how often a finding of the rule is right, as code-scanning tools say it (CodeQL's
+    # `@precision`): very-high, high, medium or low. From the labelled samples of
+    # docs/scan-precision.md; a rule with too few labels says medium.
+    precision: str = "high"
 
 
 RULES: tuple[Rule, ...] = (
@@ -54,6 +58,26 @@ RULES: tuple[Rule, ...] = (
         "enabled' on a CPU-only torch. Call them under `if torch.cuda.is_available():`.",
     ),
     Rule(
+        "TD004",
+        "narrow-device-guard",
+        "error",
+        "CUDA code behind a guard that rules out one other device kind only",
+        "`if device != 'cpu':`, `if not args.cpu:` or the `else:` of an MPS check still runs on "
+        "an MPS Mac (or an XPU machine), where `.cuda()` and `torch.cuda.synchronize()`… raise "
+        "'Torch not compiled with CUDA enabled'. Test for CUDA itself: "
+        "`if torch.cuda.is_available():` or `if device.type == 'cuda':`.",
+    ),
+    Rule(
+        "TD005",
+        "cuda-default-argument",
+        "warning",
+        'a parameter defaults to "cuda"',
+        "`def load_model(path, device='cuda')`: every caller that leaves the argument out gets "
+        "CUDA, which fails on a Mac or a CPU machine. Default to None and pick the available "
+        "device inside, or follow the device of an input. Not reported when every call in the "
+        "scanned project passes the argument.",
+    ),
+    Rule(
         "TD101",
         "load-without-map-location",
         "warning",
@@ -79,6 +103,7 @@ RULES: tuple[Rule, ...] = (
         "A TorchScript module saved on a GPU fails to load on a CPU machine. Pass "
         "`map_location='cpu'` (or your device variable). `torch.export.load` has no such "
         "argument and is not flagged.",
+        precision="medium",
     ),
     Rule(
         "TD201",
@@ -88,6 +113,7 @@ RULES: tuple[Rule, ...] = (
         "DataParallel runs one process, replicates the model every step and is bound by the GIL. "
         "Use `torch.nn.parallel.DistributedDataParallel` (one process per GPU, `torchrun`).",
         ("performance",),
+        precision="medium",
     ),
     Rule(
         "TD202",
@@ -106,6 +132,7 @@ RULES: tuple[Rule, ...] = (
         "behind and causes 'Expected all tensors to be on the same device'. Use "
         "`self.register_buffer('x', tensor)` (persistent=False to keep it out of the state_dict) "
         "or `nn.Parameter`.",
+        precision="medium",
     ),
     Rule(
         "TD302",
@@ -114,6 +141,7 @@ RULES: tuple[Rule, ...] = (
         "tensor created in `forward` without `device=`",
         "A tensor factory without `device=` makes a CPU tensor even when the model runs on a GPU. "
         "Pass `device=x.device` (and `dtype=x.dtype`) of an input, or use `torch.zeros_like(x)`.",
+        precision="medium",
     ),
     Rule(
         "TD401",
@@ -122,6 +150,7 @@ RULES: tuple[Rule, ...] = (
         "`.numpy()` on a tensor that requires grad",
         "`.numpy()` raises 'Can't call numpy() on Tensor that requires grad'. Use "
         "`.detach().cpu().numpy()`.",
+        precision="medium",
     ),
     Rule(
         "TD402",
@@ -139,6 +168,7 @@ RULES: tuple[Rule, ...] = (
         "`.numpy()` on a tensor that may be on a GPU",
         '`.numpy()` raises "can\'t convert cuda:0 device type tensor to numpy" for a GPU tensor. '
         "Use `.cpu().numpy()` (a no-op copy-free call for CPU tensors).",
+        precision="medium",
     ),
     Rule(
         "TD501",
@@ -160,6 +190,38 @@ RULES: tuple[Rule, ...] = (
         "on a CPU-only host, and `torch.empty(…, pin_memory=True)` (and torch's other allocators) "
         "raise 'pin_memory=True requires a CUDA or other accelerator backend'. Pin only when "
         "`torch.cuda.is_available()`.",
+        precision="medium",
+    ),
+    Rule(
+        "TD601",
+        "float64-on-mps",
+        "error",
+        "float64 on a tensor that may be on MPS",
+        "Apple's MPS has no float64: `.double()` or `dtype=torch.float64` on an MPS tensor raises "
+        "'Cannot convert a MPS Tensor to float64 dtype as the MPS framework doesn't support "
+        "float64' (every torch release so far). Use float32 on the device, or do the float64 "
+        "part on the CPU. Counted only in a project that picks MPS somewhere.",
+    ),
+    Rule(
+        "TD602",
+        "sparse-on-mps",
+        "error",
+        "a sparse tensor moved to MPS",
+        "A sparse COO buffer or tensor moved to MPS (`model.to('mps')`, `.to(device)`) raises "
+        "'Could not run aten::_sparse_coo_tensor_with_dims_and_tensors with arguments from the "
+        "SparseMPS backend'; sparse MPS support began in mid-2025 (pytorch/pytorch#157238) and "
+        "covers some ops only. Keep it dense on MPS or keep the sparse part on the CPU.",
+        precision="medium",
+    ),
+    Rule(
+        "TD603",
+        "mps-unsupported-op",
+        "error",
+        "an op with no MPS kernel",
+        "Some ops have no MPS implementation (CTC loss: pytorch/pytorch#153976) and raise "
+        "'The operator ... is not currently implemented for the MPS device'. Run them on the "
+        "CPU, or set PYTORCH_ENABLE_MPS_FALLBACK=1.",
+        precision="medium",
     ),
 )
 

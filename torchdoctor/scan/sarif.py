@@ -12,6 +12,7 @@ from typing import Any
 
 from ..report.docs import scan_rule_url
 from ..version import __version__
+from .confidence import SARIF_RANK
 from .model import FileError, Finding, ScanResult
 from .rules import RULES, Rule
 
@@ -47,7 +48,7 @@ def _rule(r: Rule) -> dict[str, Any]:
         "help": {"text": r.help},
         "helpUri": scan_rule_url(r.id),
         "defaultConfiguration": {"level": r.level},
-        "properties": {"tags": list(r.tags)},
+        "properties": {"tags": list(r.tags), "precision": r.precision},
     }
 
 
@@ -63,6 +64,7 @@ def _result(f: Finding, index: dict[str, int]) -> dict[str, Any]:
         "ruleId": f.rule,
         "ruleIndex": index[f.rule],
         "level": f.level,
+        "rank": SARIF_RANK[f.confidence],
         "message": {"text": f"{f.message}. Fix: {f.fix}"},
         "locations": [_location(f.path, region)],
     }

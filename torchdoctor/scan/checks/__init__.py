@@ -7,14 +7,18 @@ from ..context import Check
 from . import (
     cuda_api,
     cuda_call,
+    cuda_default,
     data_parallel,
     device_string,
     forward_factory,
     module_attribute,
+    mps,
+    narrow_guard,
     numpy_call,
     pin_memory,
     sync_loop,
     torch_load,
+    torch_save,
 )
 
 CHECKS: tuple[Check, ...] = tuple(
@@ -23,12 +27,16 @@ CHECKS: tuple[Check, ...] = tuple(
         cuda_call,
         device_string,
         cuda_api,
+        narrow_guard,
+        cuda_default,
         torch_load,
+        torch_save,
         data_parallel,
         module_attribute,
         forward_factory,
         numpy_call,
         sync_loop,
         pin_memory,
+        mps,
     )
 )

@@ -43,6 +43,7 @@ def on_call(ctx: Context, node: ast.Call) -> None:
             node,
             "`nn.DataParallel` is single-process and slower than DistributedDataParallel",
             "torch.nn.parallel.DistributedDataParallel, launched with torchrun",
+            confidence="medium",
         )
 
 

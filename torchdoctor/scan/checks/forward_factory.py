@@ -90,6 +90,7 @@ def on_call(ctx: Context, node: ast.Call) -> None:
         node,
         f"`{dotted(func)}(…)` in `forward` makes a CPU tensor whatever the model's device",
         hint,
+        confidence="medium",
     )
 
 

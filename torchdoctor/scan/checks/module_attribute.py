@@ -119,6 +119,7 @@ def on_assign(ctx: Context, node: ast.Assign | ast.AnnAssign) -> None:
                 t,
                 f"`self.{t.attr}` holds a tensor that `model.to(device)` will not move",
                 f'self.register_buffer("{t.attr}", …, persistent=False) or nn.Parameter(…)',
+                confidence="medium",
             )
 
 

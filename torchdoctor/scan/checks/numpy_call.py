@@ -118,6 +118,7 @@ def on_call(ctx: Context, node: ast.Call) -> None:
             "`.numpy()` on a tensor that requires grad raises RuntimeError",
             ".detach().cpu().numpy()",
             ctx.insert_after(root, ".detach()"),
+            confidence="medium",
         )
     placed = _placement(func.value)
     if placed is None and isinstance(root, ast.Name):

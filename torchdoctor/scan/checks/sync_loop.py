@@ -1,32 +1,118 @@
-"""TD402: `.item()` / `torch.cuda.synchronize()` on every iteration of a hot loop."""
+"""TD402: `.item()` / `torch.cuda.synchronize()` on every iteration of a hot loop.
+
+Not every per-step sync is worth changing: a training loop that shows its loss every step
+(printed, logged, put on a progress bar) syncs on purpose, and a loop that times itself must
+sync. The confidence says which are avoidable: a sync in a loop nested inside the training
+step (one per parameter or loss term) is `high`; a value summed or collected and not shown in
+the step is `medium`; the rest (shown every step, or used in a Python decision) is `low`."""
 
 from __future__ import annotations
 
 import ast
+import re
 
-from ..context import Check, Context
+from ..astutil import call_name, dotted
+from ..context import Check, Context, Loop
+
+# Calls that show a value to a person: print, loggers, progress bars, trackers.
+SHOWING = re.compile(
+    r"^(print|log\w*|info|debug|warning|set_postfix\w*|set_description\w*|add_scalars?|"
+    r"write|update|put_scalars?|display|pprint|echo|format|track\w*)$"
+)
+ACCUMULATE = frozenset(["append", "extend", "add"])
+
+
+def _statement_of(loop: ast.AST, node: ast.AST) -> ast.stmt | None:
+    """The statement of `loop`'s body (at any depth) that holds `node`, innermost."""
+    best = None
+    for stmt in ast.walk(loop):
+        if isinstance(stmt, ast.stmt) and stmt is not loop and _holds(stmt, node):
+            best = stmt
+    return best
+
+
+def _holds(tree: ast.AST, node: ast.AST) -> bool:
+    return any(sub is node for sub in ast.walk(tree))
+
+
+def _shown(loop: ast.AST, stmt: ast.stmt, node: ast.Call) -> bool:
+    """Does the value reach a print / logger / progress bar in this iteration?"""
+    names: set[str] = set()
+    for sub in ast.walk(stmt):
+        if isinstance(sub, ast.Call) and SHOWING.match(call_name(sub)) and _holds(sub, node):
+            return True
+    if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+        names = {dotted(t) or dotted(getattr(t, "value", t)) for t in targets} - {""}
+    if not names:
+        return False
+    for sub in ast.walk(loop):
+        if isinstance(sub, ast.Call) and SHOWING.match(call_name(sub)):
+            used = {dotted(n) for n in ast.walk(sub) if isinstance(n, (ast.Name, ast.Attribute))}
+            if names & used:
+                return True
+    return False
+
+
+def _accumulated(stmt: ast.stmt, node: ast.Call) -> bool:
+    if isinstance(stmt, ast.AugAssign):
+        return True
+    return any(
+        isinstance(sub, ast.Call) and call_name(sub) in ACCUMULATE and _holds(sub, node)
+        for sub in ast.walk(stmt)
+    )
+
+
+def _item_confidence(ctx: Context, node: ast.Call) -> tuple[str, str] | None:
+    """(confidence, grounds) of an `.item()` sync, or None when it is not per step."""
+    loops = ctx.loops
+    inner = loops[-1]
+    if ctx.if_depth != inner.if_depth:
+        return None  # under an `if` in the loop: every N steps
+    if inner.kind()[0]:
+        training: Loop = inner
+    elif any(outer.kind()[0] for outer in loops[:-1]):
+        return "high", "a sync on every iteration of a loop inside the training step"
+    else:
+        return None
+    stmt = _statement_of(training.node, node)
+    if stmt is None:
+        return None
+    if _shown(training.node, stmt, node):
+        return "low", "the value is shown every step: a sync on purpose"
+    if _accumulated(stmt, node):
+        return "medium", "summed or collected on the host every step, not shown"
+    return "low", "the value is used on the host every step"
 
 
 def on_call(ctx: Context, node: ast.Call) -> None:
     if not ctx.loops or not isinstance(node.func, ast.Attribute):
         return
     loop = ctx.loops[-1]
-    training, timing = loop.kind()
     if node.func.attr == "synchronize":
-        if ctx.torch_call(node) == "cuda.synchronize" and not timing:
+        if ctx.torch_call(node) == "cuda.synchronize" and not loop.kind()[1]:
             ctx.report(
                 "TD402",
                 node,
                 "`torch.cuda.synchronize()` in a loop stalls the GPU pipeline every iteration",
                 "synchronize once after the loop (or only when timing)",
+                confidence="medium",
             )
-    elif not node.args and not node.keywords and training and ctx.if_depth == loop.if_depth:
-        ctx.report(
-            "TD402",
-            node,
-            "`.item()` in a training loop waits for the GPU every step",
-            "accumulate on the device; call .item() every N steps (inside an `if`)",
-        )
+        return
+    if node.args or node.keywords:
+        return
+    judged = _item_confidence(ctx, node)
+    if judged is None:
+        return
+    confidence, grounds = judged
+    ctx.report(
+        "TD402",
+        node,
+        "`.item()` in a training loop waits for the GPU every step",
+        "accumulate on the device; call .item() every N steps (inside an `if`)",
+        confidence=confidence,
+        why=grounds,
+    )
 
 
 CHECK = Check(

@@ -8,10 +8,13 @@ import re
 
 from ..astutil import dotted
 from ..context import DEVICE_VARIABLE, Check, Context
+from ..saved_files import path_argument, path_keys
 
 # Files that hold no CUDA tensors: RNG state is a CPU ByteTensor, schedulers and GradScaler
-# keep Python numbers. Told apart by the path, the name the result goes to, or its consumer.
-CPU_ONLY_STATE = re.compile(r"rng|random|sched|scaler|lr_", re.I)
+# keep Python numbers, caches and preprocessed data are built on the host. Told apart by the
+# path or the consumer of the result; or (project view) by the project's own torch.save of
+# the file from CPU-only data (saved_files.py).
+CPU_ONLY_STATE = re.compile(r"rng|random|sched|scaler|lr_|cache|processed|offload", re.I)
 SAFE_GLOBALS = re.compile(r"safe_globals$")
 WEIGHTS_ONLY_DEFAULT = (2, 6)  # torch.load defaults to weights_only=True from 2.6 on
 
@@ -24,11 +27,18 @@ def _last_arg(node: ast.Call) -> ast.expr:
 
 
 def _cpu_only_state(ctx: Context, node: ast.Call) -> bool:
-    texts = [ast.unparse(node.args[0])] if node.args else []
+    path = path_argument(node, 0, "f")
+    texts = [ast.unparse(path)] if path is not None else []
     parent = ctx.parents.get(id(node))
     if isinstance(parent, ast.Call):  # torch.set_rng_state(torch.load(p)), sched.load_state_dict(…)
         texts.append(dotted(parent.func))
     return any(CPU_ONLY_STATE.search(t) for t in texts)
+
+
+def _saved_needs(ctx: Context, node: ast.Call) -> tuple[str, ...] | None:
+    path = path_argument(node, 0, "f")
+    keys = path_keys(ctx.path, path) if path is not None else []
+    return ("saved", *keys) if keys else None
 
 
 def _torch_load(ctx: Context, node: ast.Call) -> None:
@@ -47,6 +57,7 @@ def _torch_load(ctx: Context, node: ast.Call) -> None:
             "`torch.load` without `map_location` fails on a CPU machine for a GPU-saved file",
             f"torch.load(…, map_location={target})",
             ctx.insert_after(last, f", map_location={target}") if edit else None,
+            needs=_saved_needs(ctx, node),
         )
     torch_min = ctx.project.torch_min
     if "weights_only" in kw or ctx.in_with(SAFE_GLOBALS):
@@ -86,6 +97,7 @@ def _jit_load(ctx: Context, node: ast.Call) -> None:
         node,
         "`torch.jit.load` without `map_location` fails on a CPU machine for a module saved on GPU",
         'torch.jit.load(…, map_location="cpu") (or your device variable)',
+        confidence="medium",
     )
 
 

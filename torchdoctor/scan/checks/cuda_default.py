@@ -1,0 +1,58 @@
+"""TD005: a parameter that defaults to "cuda" (`def build(device="cuda")`).
+
+Whoever calls without the argument gets CUDA, and on a Mac or a CPU machine that raises.
+The project view decides (project.py, needs "callers"): when every call in the scanned tree
+passes the argument the default is never used and nothing is reported; a call that leaves it
+out makes the finding `high`; a public function or class no scanned file calls is for users,
+who will call it without (`medium`); a private one nobody calls is `low`."""
+
+from __future__ import annotations
+
+import ast
+
+from ..context import Check, Context
+from .device_string import CUDA_STRING
+
+
+def _defaults(node: ast.FunctionDef | ast.AsyncFunctionDef):
+    """(parameter, default, index among the positional arguments or -1)."""
+    a = node.args
+    positional = [*a.posonlyargs, *a.args]
+    for i, (arg, default) in enumerate(
+        zip(positional[len(positional) - len(a.defaults) :], a.defaults, strict=True)
+    ):
+        yield arg.arg, default, len(positional) - len(a.defaults) + i
+    for arg, kw_default in zip(a.kwonlyargs, a.kw_defaults, strict=True):
+        if kw_default is not None:
+            yield arg.arg, kw_default, -1
+
+
+def on_def(ctx: Context, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+    if ctx.guard:
+        return
+    cls = ctx.classes[-1] if ctx.classes and not ctx.funcs else None
+    method = cls is not None and not any(
+        isinstance(d, ast.Name) and d.id == "staticmethod" for d in node.decorator_list
+    )
+    name = cls.node.name if cls is not None and node.name == "__init__" else node.name
+    for param, default, index in _defaults(node):
+        if not (
+            isinstance(default, ast.Constant)
+            and isinstance(default.value, str)
+            and CUDA_STRING.fullmatch(default.value)
+        ):
+            continue
+        at = index - 1 if method and index >= 0 else index  # callers do not pass self
+        ctx.report(
+            "TD005",
+            default,
+            f'`{name}(…, {param}="{default.value}")`: a call without `{param}=` runs on CUDA '
+            "and fails where there is none",
+            f"default to None and pick the device inside (`{param} = {param} or "
+            "('cuda' if torch.cuda.is_available() else 'cpu')`), or take it from an input",
+            confidence="medium",
+            needs=("callers", name, param, str(at)),
+        )
+
+
+CHECK = Check(rules=("TD005",), words=("cuda",), on_def=on_def)

@@ -1,0 +1,168 @@
+"""Pitfalls that crash on Apple's MPS device (the project view decides: they count only in a
+project that picks MPS somewhere; elsewhere they stay `low`).
+
+TD601: float64 on an MPS tensor. MPS has no float64: `.double()` / `.to(torch.float64)` of a
+tensor placed on the device, or a factory with `dtype=torch.float64` on it, raises "TypeError:
+Cannot convert a MPS Tensor to float64 dtype as the MPS framework doesn't support float64"
+(pytorch/pytorch#79019, closed as a platform limit in #122602; still so in torch 2.13).
+
+TD602: a sparse tensor moved to MPS (a sparse buffer of a module that is moved with
+`model.to("mps")`, or `.to(device)` of a sparse tensor): "Could not run
+'aten::_sparse_coo_tensor_with_dims_and_tensors' with arguments from the 'SparseMPS' backend"
+(pytorch/pytorch#87886, #129842, #140941). Work on sparse MPS began in pytorch/pytorch#157238
+(June 2025) and covers only some ops since.
+
+TD603: an op MPS does not implement (table below, with the evidence): "NotImplementedError:
+The operator 'aten::…' is not currently implemented for the MPS device"."""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from ..astutil import call_name, dotted
+from ..context import Check, Context
+from .numpy_call import _on_device, _placement
+
+FLOAT64 = re.compile(r"^(torch\.)?(float64|double|DoubleTensor)$")
+SPARSE = re.compile(r"sparse_coo_tensor|sparse_csr_tensor|to_sparse|sparse\.\w*Tensor")
+# op called -> (the aten op in the error, what shows it): ops real projects hit on Macs.
+UNSUPPORTED = {
+    "ctc_loss": ("aten::_ctc_loss", "pytorch/pytorch#153976, #160829 (torch 2.7.1)"),
+    "CTCLoss": ("aten::_ctc_loss", "pytorch/pytorch#153976, #160829 (torch 2.7.1)"),
+}
+FLOAT64_MESSAGE = (
+    "float64 on a tensor that may be on MPS raises 'Cannot convert a MPS Tensor to float64 "
+    "dtype as the MPS framework doesn't support float64'"
+)
+
+
+def _is_float64(node: ast.expr) -> bool:
+    return bool(FLOAT64.match(dotted(node)))
+
+
+def _on_a_device(ctx: Context, expr: ast.expr) -> bool:
+    placed = _placement(expr)
+    if placed is None:
+        root = expr
+        while isinstance(root, (ast.Call, ast.Attribute, ast.Subscript)):
+            root = root.func if isinstance(root, ast.Call) else root.value
+        placed = isinstance(root, ast.Name) and _on_device(ctx, root.id, expr.lineno)
+    return bool(placed)
+
+
+def _device_of(node: ast.Call) -> ast.expr | None:
+    dev = [k.value for k in node.keywords if k.arg == "device"]
+    if dev:
+        return dev[0]
+    if call_name(node) == "to" and node.args and not _is_float64(node.args[0]):
+        return node.args[0]
+    return None
+
+
+def _float64_dtype(node: ast.Call) -> bool:
+    kw = [k.value for k in node.keywords if k.arg == "dtype"]
+    positional = node.args[1:2] if call_name(node) == "to" else []
+    return any(_is_float64(v) for v in [*kw, *positional])
+
+
+def _not_mps(dev: ast.expr) -> bool:
+    """A device that is surely not MPS: "cpu", "cuda:0", torch.device("cuda")…"""
+    text = ast.unparse(dev).lower()
+    return "mps" not in text and bool(re.search(r"['\"](cpu|cuda)", text))
+
+
+def _float64(ctx: Context, node: ast.Call) -> None:
+    func = node.func
+    attr = func.attr if isinstance(func, ast.Attribute) else ""
+    dev = _device_of(node)
+    if dev is not None and _float64_dtype(node):
+        if _not_mps(dev):
+            return
+        explicit = "mps" in ast.unparse(dev).lower()
+        ctx.report("TD601", node, FLOAT64_MESSAGE, _FIX, needs=None if explicit else ("mps",))
+        return
+    casts = attr == "double" and not node.args
+    casts = casts or (attr in ("to", "type") and node.args and _is_float64(node.args[0]))
+    if casts and isinstance(func, ast.Attribute) and _on_a_device(ctx, func.value):
+        ctx.report("TD601", node, FLOAT64_MESSAGE, _FIX, needs=("mps",))
+
+
+_FIX = "use float32 on the device, or move to the CPU first (.cpu().double())"
+
+
+def _sparse(ctx: Context, node: ast.Call) -> None:
+    name = call_name(node)
+    if name == "register_buffer" and len(node.args) > 1:
+        value = node.args[1]
+    elif name == "to" and isinstance(node.func, ast.Attribute):
+        value = node.func.value
+        dev = _device_of(node)
+        if dev is None or _not_mps(dev):
+            return
+    else:
+        return
+    if not SPARSE.search(ast.unparse(value)):
+        return
+    ctx.report(
+        "TD602",
+        node,
+        "a sparse tensor moved to MPS raises \"Could not run 'aten::_sparse_coo_tensor_with_dims"
+        "_and_tensors' with arguments from the 'SparseMPS' backend\" (no sparse MPS before the "
+        "work of mid-2025, partial since)",
+        "keep it dense on MPS (.to_dense()), or keep the sparse part on the CPU",
+        confidence="medium",
+        needs=("mps",),
+    )
+
+
+def _unsupported(ctx: Context, node: ast.Call) -> None:
+    name = call_name(node)
+    if name not in UNSUPPORTED:
+        return
+    owner = dotted(node.func).rsplit(".", 1)[0]
+    if ctx.torch_call(node) is None and owner not in ("F", "nn", "functional"):
+        return  # another library's ctc_loss
+    op, evidence = UNSUPPORTED[name]
+    ctx.report(
+        "TD603",
+        node,
+        f"`{dotted(node.func)}` has no MPS kernel: 'The operator '{op}' is not currently "
+        f"implemented for the MPS device' ({evidence})",
+        "compute it on the CPU (move its inputs with .cpu()), or set PYTORCH_ENABLE_MPS_FALLBACK=1",
+        confidence="medium",
+        needs=("mps",),
+    )
+
+
+def on_call(ctx: Context, node: ast.Call) -> None:
+    _float64(ctx, node)
+    _sparse(ctx, node)
+    _unsupported(ctx, node)
+
+
+CHECK = Check(
+    rules=("TD601", "TD602", "TD603"),
+    words=("float64", "double", "Double", "sparse", "ctc_loss", "CTCLoss"),
+    calls=frozenset(
+        [
+            "double",
+            "to",
+            "type",
+            "register_buffer",
+            *UNSUPPORTED,
+            "zeros",
+            "ones",
+            "empty",
+            "tensor",
+            "rand",
+            "randn",
+            "full",
+            "arange",
+            "linspace",
+            "as_tensor",
+            "eye",
+        ]
+    ),
+    on_call=on_call,
+)

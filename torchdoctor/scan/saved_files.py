@@ -1,0 +1,58 @@
+"""Which file a `torch.save` / `torch.load` names, as keys the project view can match: the
+file name in a string (`"scheduler.pt"`, `f"{out}/rng_state.pth"`, `os.path.join(d,
+"cache.pt")`) matches across the project; a specific variable (`cached_features_file`,
+`self.cache_path`) matches in the same file only. Generic names (`path`, `f`, `ckpt`) say
+nothing and give no key."""
+
+from __future__ import annotations
+
+import ast
+import posixpath
+import re
+
+from .astutil import dotted
+
+FILE_NAME = re.compile(r"[\w.-]*\w\.(pt|pth|bin|ckpt|tar|pkl|pickle|torch|data)$", re.I)
+GENERIC = frozenset([
+    "path", "p", "f", "fp", "fn", "file", "fname", "filename", "name", "checkpoint", "ckpt",
+    "ckpt_path", "checkpoint_path", "model_path", "load_path", "save_path", "output", "out",
+    "output_path", "input", "weights", "resume", "pretrained", "args", "model_file", "state_file",
+])  # fmt: skip
+# Data that holds no CUDA tensors once saved: RNG state is a CPU ByteTensor, schedulers and
+# GradScaler keep Python numbers, dataset caches and preprocessed data are built on the CPU,
+# offloaded weights were moved to the host on purpose, `.cpu()` says so.
+CPU_ONLY = re.compile(
+    r"rng|random|sched|scaler|lr_|cache|processed|dataset|offload|\.cpu\(\)|['\"]cpu['\"]", re.I
+)
+
+
+def path_keys(path: str, expr: ast.expr) -> list[str]:
+    keys = []
+    for sub in ast.walk(expr):
+        if isinstance(sub, ast.Constant) and isinstance(sub.value, str):
+            base = posixpath.basename(sub.value.replace("\\", "/"))
+            if FILE_NAME.fullmatch(base):
+                keys.append(f"file:{base}")
+    name = dotted(expr)
+    if name and name.rsplit(".", 1)[-1].lower() not in GENERIC:
+        keys.append(f"var:{path}:{name}")
+    return sorted(set(keys))
+
+
+def path_argument(node: ast.Call, position: int, keyword: str) -> ast.expr | None:
+    if len(node.args) > position:
+        return node.args[position]
+    return next((k.value for k in node.keywords if k.arg == keyword), None)
+
+
+def cpu_only(expr: ast.expr, scope: ast.AST | None) -> bool:
+    """Is what is saved CPU-only data, by its text or (a name) by what the scope assigns it?"""
+    texts = [ast.unparse(expr)]
+    if isinstance(expr, ast.Name) and scope is not None:
+        texts += [
+            ast.unparse(n.value)
+            for n in ast.walk(scope)
+            if isinstance(n, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == expr.id for t in n.targets)
+        ]
+    return any(CPU_ONLY.search(t) for t in texts)
