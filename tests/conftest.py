@@ -82,3 +82,16 @@ def private_tmpfs_unavailable() -> str | None:
     if probe.returncode != 0:
         return f"this machine refuses a private mount namespace: {probe.stderr.strip()[:200]}"
     return None
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _scan_cache_outside_the_checkout(tmp_path_factory):
+    """`torchdoctor scan` caches in the project it runs in (this checkout, for run_cli): the
+    tests keep theirs in a temporary folder instead."""
+    old = os.environ.get("TORCHDOCTOR_CACHE_DIR")
+    os.environ["TORCHDOCTOR_CACHE_DIR"] = str(tmp_path_factory.mktemp("scan-cache"))
+    yield
+    if old is None:
+        os.environ.pop("TORCHDOCTOR_CACHE_DIR", None)
+    else:
+        os.environ["TORCHDOCTOR_CACHE_DIR"] = old
