@@ -8,7 +8,11 @@ from collections.abc import Iterator
 
 # A name that shows the author thought about the device: guards, device-specific functions.
 # "offload": moving weights between host and an accelerator presumes the accelerator.
-GUARD_WORD = re.compile(r"cuda|gpu|device|accelerator|is_available|offload", re.I)
+# A flag or string naming another device kind (`args.cpu`, `use_mps`, "cpu") guards too, but
+# only narrowly: CUDA code behind it is TD004 (guards.py).
+GUARD_WORD = re.compile(
+    r"cuda|gpu|device|accelerator|is_available|offload|(^|_)(cpu|mps)($|_)", re.I
+)
 DEVICE_SPECIFIC_NAME = re.compile(r"cuda|gpu|cudnn|nccl|triton|cutlass", re.I)
 NO_GRAD_WORD = re.compile(r"no_grad|inference_mode")
 SKIP_CALL_WORD = re.compile(r"skip|exit|abort", re.I)

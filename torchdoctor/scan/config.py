@@ -155,7 +155,7 @@ def _torch_min(root: str | None, cfg: shared_config.Config) -> tuple[int, int] |
     return torch_lower_bound(reqs)
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=8192)  # one per folder of the tree: a big tree has thousands
 def config_for_dir(directory: str) -> ProjectConfig:
     """What the nearest pyproject.toml says for files in `directory`, and the torch floor of
     the nearest project (which may be a setup.py project inside the configured one)."""

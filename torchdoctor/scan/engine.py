@@ -305,8 +305,12 @@ def _cached(
     hits: dict[str, FileRecord] = {}
     keys: dict[str, str] = {}
     held: dict[str, bytes] = {}
+    by_config: dict[int, str] = {}  # config_for gives one object per folder: key it once
     for p in files:
-        keys[p] = config_key(config_for(p) if opts.use_config else None)
+        cfg = config_for(p) if opts.use_config else None
+        if id(cfg) not in by_config:
+            by_config[id(cfg)] = config_key(cfg)
+        keys[p] = by_config[id(cfg)]
         try:
             held[p] = data = _read_bytes(p)
         except OSError:

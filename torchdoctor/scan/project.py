@@ -18,13 +18,12 @@ needs:
 
 from __future__ import annotations
 
-import ast
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .astutil import call_name
+from .callsites import calls_in, passes
 from .confidence import lower
 from .model import Finding
 
@@ -68,40 +67,29 @@ class Project:
         self._calls: dict[tuple[str, str, int], list[Call]] = {}
 
     def find_calls(self, wanted: Iterable[tuple[str, str, int]]) -> None:
-        """Every call of the wanted (name, param, index) in the project, in one pass: a file
-        is read and parsed only when its text holds one of the names."""
+        """Every call of the wanted (name, param, index) in the project. A file's text is
+        searched only when it holds the name; nothing is parsed (callsites.py)."""
         todo = [w for w in set(wanted) if w not in self._calls]
         if not todo:
             return
         for w in todo:
             self._calls[w] = []
-        names = sorted({n for n, _, _ in todo})
-        pattern = re.compile(r"\b(?:" + "|".join(map(re.escape, names)) + r")\s*\(")
         for path in self.summaries:
             text = self.read(path)
-            if text is None or not pattern.search(text):
+            if text is None:
                 continue
-            try:
-                tree = ast.parse(text)
-            except (SyntaxError, ValueError, RecursionError, MemoryError):
-                continue
-            for node in ast.walk(tree):
-                if isinstance(node, ast.Call):
-                    for w in todo:
-                        if call_name(node) == w[0]:
-                            self._calls[w].append(Call(path, node.lineno, _passes(node, *w[1:])))
+            for w in todo:
+                found = self._calls[w]
+                if w[0] not in text or (found and not found[-1].passes):
+                    continue  # one call that leaves the parameter out decides
+                for line, args in calls_in(text, w[0]):
+                    found.append(Call(path, line, passes(args, w[1], w[2])))
+                    if not found[-1].passes:
+                        break
 
     def calls(self, name: str, param: str, index: int) -> list[Call]:
         self.find_calls([(name, param, index)])
         return self._calls[(name, param, index)]
-
-
-def _passes(node: ast.Call, param: str, index: int) -> bool:
-    if any(k.arg in (param, None) for k in node.keywords):
-        return True
-    if any(isinstance(a, ast.Starred) for a in node.args):
-        return True
-    return index >= 0 and len(node.args) > index
 
 
 def resolve(findings: list[Finding], project: Project) -> list[Finding]:

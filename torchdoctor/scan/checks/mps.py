@@ -143,7 +143,8 @@ def on_call(ctx: Context, node: ast.Call) -> None:
 
 CHECK = Check(
     rules=("TD601", "TD602", "TD603"),
-    words=("float64", "double", "Double", "sparse", "ctc_loss", "CTCLoss"),
+    words=("float64", "DoubleTensor", "sparse_c", "to_sparse", "sparse.", "ctc_loss", "CTCLoss"),
+    attrs=frozenset(["double"]),
     calls=frozenset(
         [
             "double",

@@ -21,4 +21,6 @@ def on_call(ctx: Context, node: ast.Call) -> None:
         ctx.summary.cpu_saves.extend(path_keys(ctx.path, dest))
 
 
-CHECK = Check(rules=("TD101",), words=("save",), calls=frozenset(["save"]), on_call=on_call)
+CHECK = Check(
+    rules=("TD101",), attrs=frozenset(["save"]), calls=frozenset(["save"]), on_call=on_call
+)
