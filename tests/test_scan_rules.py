@@ -110,6 +110,11 @@ POSITIVE = {
         "loss = nn.CTCLoss()(logp, y, il, tl)",
         "import torch.nn.functional as F\nloss = F.ctc_loss(logp, y, il, tl)",
     ],
+    "TD303": [
+        "def f(x, device, s):\n    x = x.to(device)\n    noise = torch.randn(x.shape) * s\n"
+        "    return x + noise",
+        "def f(x):\n    x = x.cuda()\n    return torch.cat([x, torch.zeros(3, 4)])",
+    ],
 }
 
 NEGATIVE = {
@@ -212,6 +217,13 @@ NEGATIVE = {
     "TD603": [
         "loss = nn.CrossEntropyLoss()(logits, y)",
         "from warpctc import ctc_loss\nloss = ctc_loss(a, b)",  # another library's
+    ],
+    "TD303": [
+        "def f(x, device):\n    x = x.to(device)\n    return x + torch.randn(x.shape, device=device)",
+        "def f(x, device):\n    x = x.to(device)\n    n = torch.randn(3)\n    n = n.to(device)\n"
+        "    return x + n",
+        "def f(x):\n    return x + torch.randn(3)",  # nothing placed here: unknown
+        "def f(x, device):\n    x = x.to(device)\n    return x * torch.tensor(0.5)",  # 0-dim
     ],
 }
 

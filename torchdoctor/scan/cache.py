@@ -84,6 +84,7 @@ class ScanCache:
         self.file = directory / f"scan-{digest(roots.encode())}.json"
         self.fingerprint = digest(f"{FORMAT}\0{_code_digest()}\0{options}".encode())
         self.entries: dict[str, dict[str, Any]] = {}
+        self.project: dict[str, Any] = {}  # the project view's callers, for the same tree only
         self.hits = 0
 
     def load(self) -> None:
@@ -92,8 +93,9 @@ class ScanCache:
         except (InputError, OSError, ValueError):
             return  # none yet, unreadable or not ours: a cold run
         if isinstance(doc, dict) and doc.get("fingerprint") == self.fingerprint:
-            files = doc.get("files")
+            files, project = doc.get("files"), doc.get("project")
             self.entries = files if isinstance(files, dict) else {}
+            self.project = project if isinstance(project, dict) else {}
 
     def get(self, path: str, file_digest: str, cfg_key: str) -> FileRecord | None:
         entry = self.entries.get(path)
@@ -109,7 +111,9 @@ class ScanCache:
         self.hits += 1
         return got
 
-    def save(self, records: list[FileRecord], cfg_keys: dict[str, str]) -> None:
+    def save(
+        self, records: list[FileRecord], cfg_keys: dict[str, str], project: dict[str, Any]
+    ) -> None:
         """Store this run's records (only these: a file gone from the tree leaves the cache)."""
         files = {
             r.path: {"config": cfg_keys[r.path], "record": r.to_json()}
@@ -117,6 +121,7 @@ class ScanCache:
             if r.digest and r.path in cfg_keys
         }
         doc = {"format": FORMAT, "fingerprint": self.fingerprint, "files": files}
+        doc["project"] = project
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
             for name, text in (("CACHEDIR.TAG", CACHEDIR_TAG), (".gitignore", "*\n")):

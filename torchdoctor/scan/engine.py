@@ -203,7 +203,7 @@ def scan_source(
     """The findings of one file as a project of its own, at every confidence, and how many
     were suppressed."""
     found, suppressed, summary = analyze_source(path, text, opts, config)
-    return resolve(found, Project({path: summary}, lambda _p: text)), suppressed
+    return resolve(found, Project({path: summary}, lambda _p: text.encode())), suppressed
 
 
 def _read_bytes(path: str) -> bytes:
@@ -311,21 +311,23 @@ def _cached(
         if id(cfg) not in by_config:
             by_config[id(cfg)] = config_key(cfg)
         keys[p] = by_config[id(cfg)]
+        if not cache.entries:
+            continue  # a cold run: the workers read and hash each file once
         try:
             held[p] = data = _read_bytes(p)
         except OSError:
             continue  # scan_file says why
-        got = cache.get(p, digest(data), keys[p]) if cache.entries else None
+        got = cache.get(p, digest(data), keys[p])
         if got is not None:
             hits[p] = got
     return cache, hits, keys, held
 
 
 def _reader(held: dict[str, bytes]):
-    def read(path: str) -> str | None:
+    def read(path: str) -> bytes | None:
         try:
-            return _decode(held[path]) if path in held else read_source(path)
-        except (OSError, UnicodeDecodeError, SyntaxError, LookupError):
+            return held[path] if path in held else _read_bytes(path)
+        except OSError:
             return None
 
     return read
@@ -339,8 +341,12 @@ def _floor(path: str, opts: ScanOptions) -> str:
 
 
 def _assemble(
-    result: ScanResult, records: list[FileRecord], opts: ScanOptions, held: dict[str, bytes]
-) -> None:
+    result: ScanResult,
+    records: list[FileRecord],
+    opts: ScanOptions,
+    held: dict[str, bytes],
+    memo: dict | None = None,
+) -> Project:
     """The result of the records: project-wide verdicts, then the confidence floor."""
     found: list[Finding] = []
     summaries = {}
@@ -354,11 +360,14 @@ def _assemble(
         summaries[r.path] = r.summary
         found.extend(r.findings)
     result.confidence = opts.confidence or DEFAULT_CONFIDENCE
-    for f in resolve(found, Project(summaries, _reader(held))):
+    tree = digest(json.dumps([[r.path, r.digest] for r in records]).encode())
+    project = Project(summaries, _reader(held), tree if memo is not None else "", memo)
+    for f in resolve(found, project):
         if shown(f.confidence, _floor(f.path, opts)):
             result.findings.append(f)
         else:
             result.below_confidence += 1
+    return project
 
 
 def scan_paths(
@@ -386,8 +395,8 @@ def scan_paths(
     jobs = default_jobs() if jobs is None else jobs
     records.update((r.path, r) for r in _analyze_all(todo, opts, jobs))
     ordered = [records[p] for p in files]
+    project = _assemble(result, ordered, opts, held, cache.project if cache else None)
     if cache is not None:
-        cache.save(ordered, keys)
+        cache.save(ordered, keys, project.memo())
         result.cache_hits = cache.hits
-    _assemble(result, ordered, opts, held)
     return result

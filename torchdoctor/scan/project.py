@@ -55,16 +55,44 @@ class Call:
 
 
 class Project:
-    """The scanned tree's summaries, and the callers of a function (looked up on demand)."""
+    """The scanned tree's summaries, and the callers of a function (looked up on demand).
+
+    `read` gives a file's bytes. `key` names the tree's exact contents (every file's digest):
+    the callers found for it can be kept (`memo`) and reused only for the very same tree."""
 
     def __init__(
-        self, summaries: dict[str, FileSummary], read: Callable[[str], str | None]
+        self,
+        summaries: dict[str, FileSummary],
+        read: Callable[[str], bytes | None],
+        key: str = "",
+        memo: dict[str, Any] | None = None,
     ) -> None:
         self.summaries = summaries
         self.read = read
+        self.key = key
         self.mps = any(s.mps for s in summaries.values())
         self.cpu_saved = {k for s in summaries.values() for k in s.cpu_saves}
         self._calls: dict[tuple[str, str, int], list[Call]] = {}
+        if key and memo and memo.get("key") == key:
+            self._load_memo(memo)
+
+    def _load_memo(self, memo: dict[str, Any]) -> None:
+        try:
+            for wanted, calls in memo["calls"].items():
+                name, param, index = wanted.split("\0")
+                self._calls[(name, param, int(index))] = [
+                    Call(p, int(n), bool(ok)) for p, n, ok in calls
+                ]
+        except (KeyError, TypeError, ValueError, AttributeError):
+            self._calls = {}  # not what we wrote: look the callers up again
+
+    def memo(self) -> dict[str, Any]:
+        """The callers looked up, to be stored with the tree's key."""
+        calls = {
+            "\0".join((n, p, str(i))): [[c.path, c.line, c.passes] for c in found]
+            for (n, p, i), found in self._calls.items()
+        }
+        return {"key": self.key, "calls": calls}
 
     def find_calls(self, wanted: Iterable[tuple[str, str, int]]) -> None:
         """Every call of the wanted (name, param, index) in the project. A file's text is
@@ -74,14 +102,17 @@ class Project:
             return
         for w in todo:
             self._calls[w] = []
+        needles = {w: w[0].encode() for w in todo}
         for path in self.summaries:
-            text = self.read(path)
-            if text is None:
+            data = self.read(path)
+            if data is None:
                 continue
+            text = None
             for w in todo:
                 found = self._calls[w]
-                if w[0] not in text or (found and not found[-1].passes):
+                if needles[w] not in data or (found and not found[-1].passes):
                     continue  # one call that leaves the parameter out decides
+                text = text if text is not None else data.decode("utf-8", "replace")
                 for line, args in calls_in(text, w[0]):
                     found.append(Call(path, line, passes(args, w[1], w[2])))
                     if not found[-1].passes:

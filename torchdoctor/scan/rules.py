@@ -144,6 +144,15 @@ RULES: tuple[Rule, ...] = (
         precision="medium",
     ),
     Rule(
+        "TD303",
+        "cpu-tensor-meets-device-tensor",
+        "error",
+        "a tensor made without `device=` meets a tensor the function put on a device",
+        "`x = x.to(device)` then `x + torch.randn(x.shape)`: the factory makes a CPU tensor and "
+        "the sum raises 'Expected all tensors to be on the same device, but found at least two "
+        "devices, cuda:0 and cpu!'. Pass `device=x.device` (or use `torch.randn_like(x)`).",
+    ),
+    Rule(
         "TD401",
         "numpy-without-detach",
         "error",
