@@ -23,7 +23,7 @@ from .confidence import shown
 from .config import ProjectConfig, config_for, config_for_dir
 from .context import ProjectFacts
 from .model import FileError, Finding, ScanResult
-from .project import FileSummary, Project, picks_mps, resolve
+from .project import FileSummary, Project, picks_mps, resolve, search_calls, wanted_calls
 from .record import FileRecord
 from .rules import RULES
 from .rules import resolve as resolve_rule
@@ -279,19 +279,53 @@ def _config_problems(files: list[str], result: ScanResult) -> None:
                 )
 
 
-def _analyze_all(files: list[str], opts: ScanOptions, jobs: int) -> list[FileRecord]:
-    """Records of `files`, in parallel for big sets; in file order whatever the jobs."""
-    chunks = [(files[i : i + CHUNK], opts) for i in range(0, len(files), CHUNK)]
-    if jobs > 1 and len(files) >= PARALLEL_MIN_FILES:
-        from concurrent.futures import ProcessPoolExecutor
-        from concurrent.futures.process import BrokenProcessPool
+def _parallel(pool, fn, chunks: list) -> list | None:
+    """fn over chunks in the worker processes, in order; None when there are none (a sandbox
+    without semaphores, a broken pool): the caller then works serially."""
+    if pool is None:
+        return None
+    from concurrent.futures.process import BrokenProcessPool
 
-        try:
-            with ProcessPoolExecutor(max_workers=jobs) as pool:
-                return [r for part in pool.map(_scan_chunk, chunks) for r in part]
-        except (OSError, BrokenProcessPool):
-            pass  # no worker processes here (sandbox, no semaphores): scan serially
-    return [r for c in chunks for r in _scan_chunk(c)]
+    try:
+        return list(pool.map(fn, chunks))
+    except (OSError, BrokenProcessPool):
+        return None
+
+
+def _analyze_all(files: list[str], opts: ScanOptions, pool) -> list[FileRecord]:
+    """Records of `files`, in parallel when there is a pool; in file order whatever the jobs."""
+    chunks = [(files[i : i + CHUNK], opts) for i in range(0, len(files), CHUNK)]
+    parts = _parallel(pool, _scan_chunk, chunks) if len(files) >= PARALLEL_MIN_FILES else None
+    return [r for part in parts or map(_scan_chunk, chunks) for r in part]
+
+
+def _search_chunk(args: tuple[list[str], list[tuple[str, str, int]]]):
+    paths, todo = args
+    return search_calls(paths, todo, _reader({}))
+
+
+def _find_calls(project: Project, found: list[Finding], pool) -> None:
+    """The callers the project view needs, looked up in the worker processes when there are
+    any (the serial lookup is resolve's own)."""
+    todo = project.missing(wanted_calls(found))
+    paths = list(project.summaries)
+    if not todo or pool is None or len(paths) < PARALLEL_MIN_FILES:
+        return
+    chunks = [(paths[i : i + CHUNK * 4], todo) for i in range(0, len(paths), CHUNK * 4)]
+    parts = _parallel(pool, _search_chunk, chunks)
+    if parts is not None:
+        project.add_calls(todo, [c for part in parts for c in part])
+
+
+def _pool(jobs: int, files: int):
+    if jobs <= 1 or files < PARALLEL_MIN_FILES:
+        return None
+    from concurrent.futures import ProcessPoolExecutor
+
+    try:
+        return ProcessPoolExecutor(max_workers=jobs)
+    except (OSError, NotImplementedError):
+        return None
 
 
 def _cached(
@@ -346,6 +380,7 @@ def _assemble(
     opts: ScanOptions,
     held: dict[str, bytes],
     memo: dict | None = None,
+    pool=None,
 ) -> Project:
     """The result of the records: project-wide verdicts, then the confidence floor."""
     found: list[Finding] = []
@@ -362,6 +397,7 @@ def _assemble(
     result.confidence = opts.confidence or DEFAULT_CONFIDENCE
     tree = digest(json.dumps([[r.path, r.digest] for r in records]).encode())
     project = Project(summaries, _reader(held), tree if memo is not None else "", memo)
+    _find_calls(project, found, pool)
     for f in resolve(found, project):
         if shown(f.confidence, _floor(f.path, opts)):
             result.findings.append(f)
@@ -392,10 +428,15 @@ def scan_paths(
     if opts.cache:
         cache, records, keys, held = _cached(files, paths, opts)
     todo = [p for p in files if p not in records]
-    jobs = default_jobs() if jobs is None else jobs
-    records.update((r.path, r) for r in _analyze_all(todo, opts, jobs))
-    ordered = [records[p] for p in files]
-    project = _assemble(result, ordered, opts, held, cache.project if cache else None)
+    pool = _pool(default_jobs() if jobs is None else jobs, len(todo))
+    try:
+        records.update((r.path, r) for r in _analyze_all(todo, opts, pool))
+        ordered = [records[p] for p in files]
+        memo = cache.project if cache else None
+        project = _assemble(result, ordered, opts, held, memo, pool)
+    finally:
+        if pool is not None:
+            pool.shutdown()
     if cache is not None:
         cache.save(ordered, keys, project.memo())
         result.cache_hits = cache.hits

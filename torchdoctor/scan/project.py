@@ -18,7 +18,6 @@ needs:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -26,8 +25,6 @@ from typing import Any
 from .callsites import calls_in, passes
 from .confidence import lower
 from .model import Finding
-
-MPS_WORD = re.compile(r"""["']mps["'](?!\s*:)|["']mps:|backends\.mps|\bmps\.is_available""")
 
 
 @dataclass
@@ -43,8 +40,13 @@ class FileSummary:
         return cls(bool(doc["mps"]), [str(k) for k in doc["cpu_saves"]])
 
 
+MPS_HINTS = ("'mps", '"mps', "backends.mps", "mps.is_available")
+
+
 def picks_mps(text: str) -> bool:
-    return "mps" in text and MPS_WORD.search(text) is not None
+    """A string naming the device (`"mps"`, `'mps:0'`) or torch's MPS backend: plain
+    substring tests, as the whole text is searched in every file."""
+    return any(h in text for h in MPS_HINTS)
 
 
 @dataclass
@@ -97,39 +99,62 @@ class Project:
     def find_calls(self, wanted: Iterable[tuple[str, str, int]]) -> None:
         """Every call of the wanted (name, param, index) in the project. A file's text is
         searched only when it holds the name; nothing is parsed (callsites.py)."""
-        todo = [w for w in set(wanted) if w not in self._calls]
-        if not todo:
-            return
+        todo = self.missing(wanted)
+        if todo:
+            self.add_calls(todo, search_calls(list(self.summaries), todo, self.read))
+
+    def missing(self, wanted: Iterable[tuple[str, str, int]]) -> list[tuple[str, str, int]]:
+        return sorted(w for w in set(wanted) if w not in self._calls)
+
+    def add_calls(self, todo: list[tuple[str, str, int]], found: list[tuple[int, Call]]) -> None:
+        """Calls found by `search_calls` (perhaps in parts, in worker processes)."""
         for w in todo:
-            self._calls[w] = []
-        needles = {w: w[0].encode() for w in todo}
-        for path in self.summaries:
-            data = self.read(path)
-            if data is None:
-                continue
-            text = None
-            for w in todo:
-                found = self._calls[w]
-                if needles[w] not in data or (found and not found[-1].passes):
-                    continue  # one call that leaves the parameter out decides
-                text = text if text is not None else data.decode("utf-8", "replace")
-                for line, args in calls_in(text, w[0]):
-                    found.append(Call(path, line, passes(args, w[1], w[2])))
-                    if not found[-1].passes:
-                        break
+            self._calls.setdefault(w, [])
+        for i, call in found:
+            self._calls[todo[i]].append(call)
 
     def calls(self, name: str, param: str, index: int) -> list[Call]:
         self.find_calls([(name, param, index)])
         return self._calls[(name, param, index)]
 
 
-def resolve(findings: list[Finding], project: Project) -> list[Finding]:
-    """The findings decided against the project: some dropped, some confidences changed."""
-    project.find_calls(
+def search_calls(
+    paths: list[str], todo: list[tuple[str, str, int]], read: Callable[[str], bytes | None]
+) -> list[tuple[int, Call]]:
+    """(index into todo, call) for the calls of the wanted names in these files. A file's text
+    is searched only when its bytes hold the name; nothing is parsed (callsites.py)."""
+    out: list[tuple[int, Call]] = []
+    needles = [w[0].encode() for w in todo]
+    decided: set[int] = set()  # one call that leaves the parameter out decides
+    for path in paths:
+        data = read(path)
+        if data is None:
+            continue
+        text = None
+        for i, (name, param, index) in enumerate(todo):
+            if i in decided or needles[i] not in data:
+                continue
+            text = text if text is not None else data.decode("utf-8", "replace")
+            for line, args in calls_in(text, name):
+                ok = passes(args, param, index)
+                out.append((i, Call(path, line, ok)))
+                if not ok:
+                    decided.add(i)
+                    break
+    return out
+
+
+def wanted_calls(findings: Iterable[Finding]) -> list[tuple[str, str, int]]:
+    return [
         (f.needs[1], f.needs[2], int(f.needs[3]))
         for f in findings
         if f.needs and f.needs[0] == "callers"
-    )
+    ]
+
+
+def resolve(findings: list[Finding], project: Project) -> list[Finding]:
+    """The findings decided against the project: some dropped, some confidences changed."""
+    project.find_calls(wanted_calls(findings))
     out = []
     for f in findings:
         decided = _decide(f, project) if f.needs else f

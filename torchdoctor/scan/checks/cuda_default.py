@@ -28,7 +28,8 @@ def _defaults(node: ast.FunctionDef | ast.AsyncFunctionDef):
 
 
 def on_def(ctx: Context, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
-    if ctx.guard:
+    header = ctx.lines[node.lineno - 1 : node.body[0].lineno]
+    if not any("cuda" in line for line in header) or ctx.guard:
         return
     cls = ctx.classes[-1] if ctx.classes and not ctx.funcs else None
     method = cls is not None and not any(

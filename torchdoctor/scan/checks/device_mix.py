@@ -79,13 +79,12 @@ def _partners(ctx: Context, scope: list[ast.AST], is_it) -> ast.expr | None:
 
 
 def _places(ctx: Context, fn: ast.AST) -> bool:
-    """Does the function move anything to a device (`.to(…)`, `.cuda()`)? Only then can a
+    """Does the text of the function move anything (`.to(…)`, `.cuda()`)? Only then can a
     factory's CPU tensor meet a device tensor here; computed once per function."""
     key = f"places:{id(fn)}"
     if key not in ctx.memo:
-        ctx.memo[key] = any(
-            isinstance(n, ast.Call) and _placement(n) is True for n in own_nodes([fn])
-        )
+        text = "\n".join(ctx.lines[fn.lineno - 1 : fn.end_lineno])  # type: ignore[attr-defined]
+        ctx.memo[key] = ".to(" in text or ".cuda(" in text
     return bool(ctx.memo[key])
 
 
