@@ -11,9 +11,10 @@ needs:
   project picks one, lowered to `low` otherwise.
 - ("saved", key, …): a `torch.load` of a file; dropped when the project itself writes a file of
   that key from CPU-only data (RNG or scheduler state, a dataset cache).
-- ("callers", name, param, index): a `param="cuda"` default of `name`; dropped when every call
-  of `name` in the project passes `param` (by keyword, or by position `index`), `high` when some
-  call leaves it out, else as reported (public) or `low` (private).
+- ("callers", name, param, index, "public"|"private"): a `param="cuda"` default of `name`;
+  dropped when every call of `name` in the project passes `param` (by keyword, or by position
+  `index`), `high` when some call leaves it out, else as reported (public) or `low` (private:
+  an `_name`, or a function of a script).
 """
 
 from __future__ import annotations
@@ -182,8 +183,8 @@ def _decide(f: Finding, project: Project) -> Finding | None:
             return replace(f, confidence="high", grounds=why)
         if calls:
             return None  # every caller in the project chooses the device
-        if name.startswith("_"):
-            why = "a private function no scanned file calls"
+        if name.startswith("_") or args[3:4] == ["private"]:
+            why = "a private function (or one of a script) no scanned file calls"
             return replace(f, confidence=lower(f.confidence, "low"), grounds=why)
         return f
     return f

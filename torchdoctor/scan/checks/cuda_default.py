@@ -9,9 +9,12 @@ who will call it without (`medium`); a private one nobody calls is `low`."""
 from __future__ import annotations
 
 import ast
+import re
 
 from ..context import Check, Context
 from .device_string import CUDA_STRING
+
+MAIN = re.compile(r"""^if\s+__name__\s*==\s*['"]__main__['"]""", re.M)
 
 
 def _defaults(node: ast.FunctionDef | ast.AsyncFunctionDef):
@@ -25,6 +28,11 @@ def _defaults(node: ast.FunctionDef | ast.AsyncFunctionDef):
     for arg, kw_default in zip(a.kwonlyargs, a.kw_defaults, strict=True):
         if kw_default is not None:
             yield arg.arg, kw_default, -1
+
+
+def _script(ctx: Context) -> bool:
+    """A script (it runs itself under `if __name__ == "__main__":`): not an API for users."""
+    return "__main__" in ctx.text and bool(MAIN.search(ctx.text))
 
 
 def on_def(ctx: Context, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
@@ -44,6 +52,7 @@ def on_def(ctx: Context, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         ):
             continue
         at = index - 1 if method and index >= 0 else index  # callers do not pass self
+        private = name.startswith("_") or _script(ctx)
         ctx.report(
             "TD005",
             default,
@@ -52,7 +61,7 @@ def on_def(ctx: Context, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
             f"default to None and pick the device inside (`{param} = {param} or "
             "('cuda' if torch.cuda.is_available() else 'cpu')`), or take it from an input",
             confidence="medium",
-            needs=("callers", name, param, str(at)),
+            needs=("callers", name, param, str(at), "private" if private else "public"),
         )
 
 

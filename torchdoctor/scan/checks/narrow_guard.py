@@ -37,9 +37,10 @@ def on_call(ctx: Context, node: ast.Call) -> None:
     test = ctx.narrow_guard() if what else None
     if test is None:
         return
-    # Ruling out the CPU leaves MPS and XPU machines: that needs a project that picks one.
-    # Ruling out MPS leaves every CPU-only machine.
-    about_cpu = "cpu" in ast.unparse(test).lower()
+    # A device value that rules out the CPU (`device.type != "cpu"`) leaves MPS and XPU
+    # machines: that needs a project that picks one. A flag (`if not args.cpu`) is the user's
+    # choice, not a test of the machine, and ruling out MPS leaves every CPU-only machine.
+    about_cpu = isinstance(test, ast.Compare) and "cpu" in ast.unparse(test).lower()
     ctx.report(
         "TD004",
         node,
