@@ -1,6 +1,6 @@
 """Precision of `torchdoctor scan` per rule on a corpus of real public code.
 
-    python benchmarks/scan_precision.py CORPUS_DIR [--labels FILE] [--markdown]
+    python benchmarks/scan_precision.py CORPUS_DIR [--labels FILE] [--confidence LEVEL]
 
 CORPUS_DIR holds one folder per repository below, named as in the first column of the labels
 file (benchmarks/scan_precision_labels.csv), each a plain checkout of the commit listed here:
@@ -37,8 +37,11 @@ ENOUGH = 5  # labelled findings a rule needs before its precision means anything
 DEFAULT_LABELS = Path(__file__).with_name("scan_precision_labels.csv")
 
 
-def scan_corpus(corpus: Path) -> tuple[set[tuple[str, str, int, str]], Counter[str], int, int]:
-    """(repo, path in repo, line, rule) of every finding, findings per rule, files, lines."""
+def scan_corpus(
+    corpus: Path, confidence: str = "medium"
+) -> tuple[set[tuple[str, str, int, str]], Counter[str], int, int]:
+    """(repo, path in repo, line, rule) of every finding shown at `confidence` (the default
+    output: medium), findings per rule, files, lines. Each repository is its own project."""
     found: set[tuple[str, str, int, str]] = set()
     per_rule: Counter[str] = Counter()
     files = lines = 0
@@ -46,7 +49,7 @@ def scan_corpus(corpus: Path) -> tuple[set[tuple[str, str, int, str]], Counter[s
         root = corpus / name
         if not root.is_dir():
             sys.exit(f"{root} is missing: check out {REPOS[name][0]} at {REPOS[name][1]} there")
-        result = scan_paths([str(root)], ScanOptions())
+        result = scan_paths([str(root)], ScanOptions(confidence=confidence))
         files += result.files_scanned
         lines += result.lines_scanned
         for f in result.findings:
@@ -60,10 +63,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("corpus", type=Path)
     ap.add_argument("--labels", type=Path, default=DEFAULT_LABELS)
+    ap.add_argument("--confidence", choices=("high", "medium", "low"), default="medium")
     args = ap.parse_args()
     with open(args.labels, newline="", encoding="utf-8") as fh:
         labels = list(csv.DictReader(fh))
-    found, per_rule, files, lines = scan_corpus(args.corpus)
+    found, per_rule, files, lines = scan_corpus(args.corpus, args.confidence)
     verdicts: dict[str, Counter[str]] = defaultdict(Counter)
     for row in labels:
         key = (row["repo"], row["path"], int(row["line"]), row["rule"])
