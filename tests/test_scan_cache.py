@@ -121,3 +121,21 @@ def test_no_cache_neither_reads_nor_writes(tree, tmp_path):
     assert r.returncode == 1 and not cache.exists()
     r = run_cli("scan", str(tree), "--json", env=env)
     assert list(cache.glob("scan-*.json")) and json.loads(r.stdout)["findings"]
+
+
+def test_runs_over_other_files_share_one_cache_file(tree, tmp_path):
+    """A pre-commit hook names different files on every commit: one cache file, not one per
+    set of paths, and each run keeps the entries of the others."""
+    cache = tmp_path / "c"
+    opts = ScanOptions(cache=True, cache_dir=str(cache))
+    scan_paths([str(tree / "lib.py")], opts, jobs=1)
+    scan_paths([str(tree / "train.py")], opts, jobs=1)
+    assert len(list(cache.glob("scan-*.json"))) == 1
+    again = scan_paths([str(tree / "lib.py"), str(tree / "train.py")], opts, jobs=1)
+    assert again.cache_hits == 2
+    (tree / "lib.py").unlink()
+    scan_paths([str(tree / "train.py")], opts, jobs=1)
+    (stored,) = cache.glob("scan-*.json")
+    assert sorted(os.path.basename(p) for p in json.loads(stored.read_text())["files"]) == [
+        "train.py"
+    ]

@@ -4,10 +4,12 @@ parses and analyses only the files whose bytes changed.
 Like ruff's: a `.torchdoctor_cache/` folder at the root of the project the scan runs in (the
 nearest pyproject.toml above the working directory, else the working directory itself), with
 a `CACHEDIR.TAG` (backup tools skip it) and a `.gitignore` of `*`; `TORCHDOCTOR_CACHE_DIR`
-puts it elsewhere, `--no-cache` neither reads nor writes it. One JSON file per set of scanned
-paths holds, per file, the digest of its bytes, the key of the configuration that applied and
-the file's record (record.py). A run whose torchdoctor version, scan code or options differ
-from the stored ones ignores the whole file.
+puts it elsewhere, `--no-cache` neither reads nor writes it. One JSON file per set of options
+(`scan-<key>.json`) holds, per scanned file (by absolute path), the digest of its bytes, the
+key of the configuration that applied and the file's record (record.py). Runs over different
+paths share it (a pre-commit hook names other files each time): a run rewrites its own
+entries and keeps the others whose file still exists. A run whose torchdoctor version or scan
+code differ from the stored ones starts it afresh.
 
 What is cached is per file only: the findings one file's text gives. Verdicts that depend on
 other files (project.py) are decided again on every run, so an edit to one file is seen by the
@@ -78,10 +80,9 @@ def default_dir() -> Path:
 class ScanCache:
     """The stored records of one set of scanned paths under one set of options."""
 
-    def __init__(self, directory: Path, paths: list[str], options: str) -> None:
-        roots = json.dumps(sorted(os.path.abspath(p) for p in paths))
+    def __init__(self, directory: Path, options: str) -> None:
         self.directory = directory
-        self.file = directory / f"scan-{digest(roots.encode())}.json"
+        self.file = directory / f"scan-{digest(options.encode())}.json"
         self.fingerprint = digest(f"{FORMAT}\0{_code_digest()}\0{options}".encode())
         self.entries: dict[str, dict[str, Any]] = {}
         self.project: dict[str, Any] = {}  # the project view's callers, for the same tree only
@@ -98,7 +99,7 @@ class ScanCache:
             self.project = project if isinstance(project, dict) else {}
 
     def get(self, path: str, file_digest: str, cfg_key: str) -> FileRecord | None:
-        entry = self.entries.get(path)
+        entry = self.entries.get(os.path.abspath(path))
         if not isinstance(entry, dict) or entry.get("config") != cfg_key:
             return None
         record = entry.get("record")
@@ -114,12 +115,14 @@ class ScanCache:
     def save(
         self, records: list[FileRecord], cfg_keys: dict[str, str], project: dict[str, Any]
     ) -> None:
-        """Store this run's records (only these: a file gone from the tree leaves the cache)."""
-        files = {
-            r.path: {"config": cfg_keys[r.path], "record": r.to_json()}
-            for r in records
-            if r.digest and r.path in cfg_keys
-        }
+        """Store this run's records, and keep other runs' entries of files that still exist
+        (a file gone from the disk leaves the cache)."""
+        files = {p: e for p, e in self.entries.items() if isinstance(p, str) and os.path.isfile(p)}
+        for r in records:
+            files.pop(os.path.abspath(r.path), None)  # unreadable now: not kept as it was
+            if r.digest and r.path in cfg_keys:
+                entry = {"config": cfg_keys[r.path], "record": r.to_json()}
+                files[os.path.abspath(r.path)] = entry
         doc = {"format": FORMAT, "fingerprint": self.fingerprint, "files": files}
         doc["project"] = project
         try:

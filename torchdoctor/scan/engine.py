@@ -329,12 +329,12 @@ def _pool(jobs: int, files: int):
 
 
 def _cached(
-    files: list[str], paths: list[str], opts: ScanOptions
+    files: list[str], opts: ScanOptions
 ) -> tuple[ScanCache, dict[str, FileRecord], dict[str, str], dict[str, bytes]]:
     """The cache, the records it holds for files whose bytes and configuration are unchanged,
     each file's configuration key, and the bytes read to tell (the project view reads them)."""
     directory = Path(opts.cache_dir) if opts.cache_dir else default_dir()
-    cache = ScanCache(directory, paths, opts.key())
+    cache = ScanCache(directory, opts.key())
     cache.load()
     hits: dict[str, FileRecord] = {}
     keys: dict[str, str] = {}
@@ -426,7 +426,7 @@ def scan_paths(
     held: dict[str, bytes] = {}
     cache = None
     if opts.cache:
-        cache, records, keys, held = _cached(files, paths, opts)
+        cache, records, keys, held = _cached(files, opts)
     todo = [p for p in files if p not in records]
     pool = _pool(default_jobs() if jobs is None else jobs, len(todo))
     try:
