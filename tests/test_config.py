@@ -52,8 +52,8 @@ def _project(root: Path, pyproject: str, files: dict[str, str]) -> Path:
         ("[tool.torchdoctor]\ncheck = 3\n", "[tool.torchdoctor.check]: must be a table, not 3"),
         (
             '[tool.torchdoctor]\nignroe = ["host"]\n',
-            "[tool.torchdoctor] ignroe: unknown key (known: select, ignore, check, scan, inspect,"
-            " audit, dist)",
+            "[tool.torchdoctor] ignroe: unknown key (known: select, ignore, confidence, check, scan,"
+            " inspect, audit, dist)",
         ),
     ],
 )
