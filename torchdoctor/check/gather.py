@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from ..probes import container, host, nvml, toolchain
+from ..probes import conda_owner, container, host, nvml, toolchain
 from ..probes.child import torch_probe
 from ..probes.runner import ProbeRun, child_argv, run_probe
 from ..version import __version__
@@ -165,7 +165,8 @@ def _gather(opts: GatherOptions, t0: float, watch: _Watch) -> dict[str, Any]:
         packages = packages_job.result(deadline.left(opts.timeout_s), "package metadata")
     else:
         packages = run.stages.get("packages") or {}
-    facts["packages"] = packages
+    # who owns each torch metadata directory: conda's pytorch carries one too (one install)
+    facts["packages"] = conda_owner.annotate(packages, facts["platform"])
     facts["torch"] = torch_facts_from_run(run)
     facts["smoke"] = _smoke_facts(opts, run, watch, deadline)
     facts["probe"] = {"torch": run.summary()}

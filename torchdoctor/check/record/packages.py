@@ -6,7 +6,7 @@ from typing import Annotated
 
 from torchdoctor.typed_json import Record, Required
 
-from .base import Str, record
+from .base import Bool, Str, record
 
 
 @record
@@ -17,9 +17,28 @@ class Distribution(Record):
 
 
 @record
+class CondaOwner(Record):
+    """The conda package whose conda-meta record lists a torch metadata directory's files (conda's
+    PrefixRecord "files": paths relative to the prefix; conda/conda conda/models/records.py)."""
+
+    name: Str  # pytorch (pytorch and conda-forge channels), torch, libtorch
+    version: Str
+    build: Str
+    channel: Str  # "pypi": conda's note of a pip install, not conda's own files
+    record: Str  # the conda-meta JSON file it was read from
+
+
+@record
 class TorchDistribution(Record):
+    """One torch metadata directory pip sees. conda's ``pytorch`` package carries one too (pip
+    lists it as torch; pytorch/pytorch#12470), so ``conda`` says who owns it."""
+
     version: Str
     location: Str
+    metadata: Str  # the torch-*.dist-info or torch-*.egg-info directory
+    installer: Str  # its INSTALLER file's first line (pip, conda, uv); None: no such file
+    conda: CondaOwner  # empty: no conda package lists its files (or not looked: conda_checked)
+    conda_checked: Bool  # conda-meta was read for it; None (older facts): ownership unknown
 
 
 @record

@@ -197,7 +197,7 @@ def package_facts():
             continue
         location = str(dist.locate_file(""))
         if name == "torch":
-            torch_locations.append({"version": dist.version, "location": location})
+            torch_locations.append(_torch_distribution(dist, location))
         if name in COMPANIONS and name not in found:
             found[name] = {"version": dist.version, "location": location}
             if name == "torch" or name in IMPORTED_COMPANIONS:
@@ -212,6 +212,38 @@ def package_facts():
         "nvidia_wheels": nvidia,
         "cuda_sizes": cuda_sizes,
     }
+
+
+def _torch_distribution(dist, location):
+    """One torch metadata directory and what its INSTALLER says: conda's pytorch package carries
+    torch's own metadata too, so who owns it is judged later from conda-meta (not here)."""
+    metadata = getattr(dist, "_path", None)  # PathDistribution's directory; others have none
+    metadata = str(metadata) if metadata is not None else None
+    installer = (_small_file(os.path.join(metadata, "INSTALLER")) if metadata else None) or ""
+    return {
+        "version": dist.version,
+        "location": location,
+        "metadata": metadata,
+        "installer": installer.strip().splitlines()[0].strip() if installer.strip() else None,
+    }
+
+
+def _small_file(path, limit=256):
+    """A short regular file's text, or None: never waits on a FIFO, never reads past limit."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return None
+    try:
+        import stat
+
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return os.read(fd, limit).decode("utf-8", "replace")
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 # --------------------------------------------------------------------------- stages with torch
