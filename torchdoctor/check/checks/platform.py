@@ -10,6 +10,7 @@ from torchdoctor.typed_json import Record
 
 from ..record import Facts
 from ..record.platform import Platform
+from . import torch_owners
 from .common import Context, current_variant, grounded, install_command, python_cmd
 
 ID = "platform"
@@ -223,49 +224,85 @@ def _jetson(facts: Facts) -> Problem | None:
 
 
 def _conda_and_pip(facts: Facts) -> Problem | None:
-    """conda's pytorch and pip's torch in one environment overwrite each other's files. The
-    fix names the copy the import does not take (by the version torch reports) and removes that
-    distribution, then reinstalls the one that is imported so its files are whole again."""
+    """conda's pytorch and pip's torch in one environment overwrite each other's files. conda's
+    pytorch carries torch's own metadata, so pip listing torch is not yet a second copy: it is one
+    only where a torch metadata directory is not conda's, or of another release (torch_owners);
+    facts without ownership (older ones) keep the finding but get no remedy that removes files."""
     conda = (facts.platform.conda_packages or {}).get("pytorch")
     pip = facts.packages.distributions.get("torch")
-    if not conda or not pip:
+    if not conda or not pip or torch_owners.one_install(facts, conda):
         return None
-    imported = compat.public_version(facts.torch.version)
+    known = torch_owners.known(facts)
+    dists = facts.packages.torch_distributions
+    other = next((dists[i] for i in torch_owners.foreign(facts)), None) if known else None
+    # another release than conda's is pip's own copy, whoever owns what: two installs
+    versions = (pip.version, *(d.version for d in dists))
+    two = known or not all(torch_owners.same_release(v, conda) for v in versions)
+    pip_version = other.version if other and other.version else pip.version
     because = grounded(
-        facts, "platform.conda_packages.pytorch", "packages.distributions.torch.version"
+        facts,
+        "platform.conda_packages.pytorch",
+        "packages.distributions.torch.version",
+        *torch_owners.paths(facts),
     )
-    seen = (*because, *grounded(facts, "torch.version", "torch.file"))
-    if imported and imported == compat.public_version(pip.version):
-        fix = Remedy(
-            f"The import takes pip's torch {pip.version} ({facts.torch.file or pip.location}); "
-            f"conda's pytorch {conda} is the stale copy: remove its record without touching "
-            "pip's files, then reinstall pip's torch so any file conda overwrote is restored.",
-            (
-                "conda remove --force pytorch",
-                install_command(facts, current_variant(facts) or "cpu"),
-            ),
-            seen,
-        )
-    elif imported and imported == compat.public_version(conda):
-        fix = Remedy(
-            f"The import takes conda's pytorch {conda}; pip's torch {pip.version} is the stale "
-            "copy: uninstall it with pip, then reinstall conda's so its files are whole again.",
-            (
-                f"{python_cmd(facts)} uninstall -y torch",
-                f"conda install --force-reinstall pytorch={conda}",
-            ),
-            seen,
-        )
-    else:
-        fix = Remedy(
-            "Keep one installer for torch: which copy the import takes could not be told (torch "
-            "did not report a version that matches either), so remove both and install one.",
-            (f"{python_cmd(facts)} uninstall -y torch", "conda remove --force pytorch"),
-            because,
-        )
+    fix = (
+        _conda_pip_fix(facts, conda, pip_version, because)
+        if two
+        else _tell_conda_and_pip_apart(facts, conda, because)
+    )
+    where = f" ({other.metadata}, whose files no conda package lists)" if other else ""
     return Problem(
         "conda-and-pip",
         Status.WARN,
-        f"torch is installed twice: conda's pytorch {conda} and pip's torch {pip.version}",
+        f"torch is installed twice: conda's pytorch {conda} and pip's torch {pip_version}{where}",
         [fix],
+    )
+
+
+def _conda_pip_fix(facts: Facts, conda: str, pip_version: str | None, because: tuple) -> Remedy:
+    """Two installs, told apart by ownership. The fix names the copy the import does not take (by
+    the version torch reports). conda's record goes first: once `conda remove --force` has
+    dropped it, pip's uninstall no longer deletes files conda lists as its own."""
+    imported = compat.public_version(facts.torch.version)
+    seen = (*because, *grounded(facts, "torch.version", "torch.file"))
+    drop_conda = "conda remove --force pytorch"
+    if imported and imported == compat.public_version(pip_version):
+        return Remedy(
+            f"The import takes pip's torch {pip_version} ({facts.torch.file}); conda's pytorch "
+            f"{conda} is the stale copy: remove its record, then reinstall pip's torch so any "
+            "file conda's removal took is restored.",
+            (drop_conda, install_command(facts, current_variant(facts) or "cpu")),
+            seen,
+        )
+    if imported and torch_owners.same_release(imported, conda):
+        return Remedy(
+            f"The import takes conda's pytorch {conda}; pip's torch {pip_version} is the stale "
+            "copy. Remove conda's record first (pip would otherwise delete files conda lists as "
+            "its own), then pip's copy, then install conda's again.",
+            (
+                drop_conda,
+                f"{python_cmd(facts)} uninstall -y torch",
+                f"conda install pytorch={conda}",
+            ),
+            seen,
+        )
+    return Remedy(
+        "Keep one installer for torch: which copy the import takes could not be told (torch did "
+        "not report a version that matches either). Remove conda's record first, then pip's "
+        "copy, then install one of them.",
+        (drop_conda, f"{python_cmd(facts)} uninstall -y torch"),
+        because,
+    )
+
+
+def _tell_conda_and_pip_apart(facts: Facts, conda: str, because: tuple) -> Remedy:
+    """Facts without ownership: pip's torch may be conda's own metadata (one install), so
+    nothing is removed; these commands show which it is."""
+    return Remedy(
+        f"Check whether pip's torch is conda's pytorch {conda} itself (conda's package carries "
+        "torch's metadata, so pip lists it as torch): if `conda list pytorch` names a conda "
+        "channel (not pypi) and `pip show torch` the same release, it is one install and nothing "
+        "needs removing. These facts do not say who owns torch's files; a fresh check reads it.",
+        ("conda list pytorch", f"{python_cmd(facts)} show torch"),
+        because,
     )

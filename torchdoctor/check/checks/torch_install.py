@@ -9,7 +9,7 @@ from torchdoctor.report.result import Problem, Remedy, Status, Verdict, from_pro
 
 from ..record import Facts
 from ..record.probe import TorchProbe
-from . import companions, other_pythons
+from . import companions, other_pythons, torch_owners
 from .common import (
     Context,
     current_variant,
@@ -237,19 +237,39 @@ def _numpy_import_warning(facts: Facts) -> Problem | None:
 
 def _keep_one_torch(facts: Facts, why: str) -> Remedy:
     # pip uninstalls the copy found first on sys.path: the user-site one.
+    uninstall = (f"{python_cmd(facts)} uninstall -y torch",)
+    if _pip_would_remove_conda_files(facts):
+        uninstall = ()
+        why += (
+            " Not with `pip uninstall torch` here: the copy pip would remove is conda's pytorch "
+            "(or its owner could not be read), and pip would delete files conda lists as its own."
+        )
+    n = len(facts.packages.torch_distributions)
     return Remedy(
         why,
-        (f"{python_cmd(facts)} uninstall -y torch", set_env(facts, "PYTHONNOUSERSITE", "1")),
+        (*uninstall, set_env(facts, "PYTHONNOUSERSITE", "1")),
         grounded(
             facts,
             "torch.file",
             "platform.user_site",
-            *(
-                f"packages.torch_distributions.{i}.location"
-                for i in range(len(facts.packages.torch_distributions))
-            ),
+            "platform.conda_packages.pytorch",
+            *(f"packages.torch_distributions.{i}.location" for i in range(n)),
+            *torch_owners.paths(facts),
         ),
     )
+
+
+def _pip_would_remove_conda_files(facts: Facts) -> bool:
+    """pip uninstalls the imported copy (first on sys.path): is it conda's pytorch, or, with conda's
+    pytorch installed, can its owner not be told (older facts)?"""
+    if not (facts.platform.conda_packages or {}).get("pytorch"):
+        return False
+    where = facts.torch.file or ""
+    dists = facts.packages.torch_distributions
+    first = [i for i, d in enumerate(dists) if d.location and where.startswith(d.location)]
+    if not first or not torch_owners.known(facts):
+        return True
+    return any(torch_owners.conda_owned(facts, i) for i in first)
 
 
 def _outside_env(facts: Facts) -> Problem | None:
