@@ -6,9 +6,10 @@ real checks:
 - pytorch/pytorch#81654: `conda install -c pytorch pytorch==1.11.0 cudatoolkit=11.3` lists
   `pytorch 1.11.0 py3.7_cuda11.3_cudnn8.2.0_0 pytorch` in conda and `torch 1.11.0` in pip, from
   `site-packages/torch-1.11.0-py3.7.egg-info/` (no INSTALLER: an egg-info has none);
-- conda-forge's build of torch 1.13.1 reports `1.13.1.post200` (build number as a post release;
-  the coqui-ai/TTS#2292 report) from a `.dist-info` whose INSTALLER conda-build rewrites to
-  "conda" (conda/conda-build conda_build/post.py);
+- conda-forge's build of torch 1.13.1 reports `1.13.1.post200` (its build number as a post
+  release; reported in coqui-ai/TTS#2292, a thread not in our search corpus: the version string
+  is confirmed only by public code that strips such suffixes) from a `.dist-info` whose INSTALLER
+  conda-build rewrites to "conda" (conda/conda-build conda_build/post.py);
 - conda-meta/<name>-<version>-<build>.json: "files" lists the package's files relative to the
   prefix; "channel" is the channel URL with the subdir, "url" the package's (conda/conda
   conda/models/records.py, PrefixRecord).
@@ -129,7 +130,8 @@ def test_conda_pytorch_1_11_egg_info_is_one_install_pytorch_pytorch_81654(
 def test_conda_forge_torch_1_13_1_post200_dist_info_installer_conda_is_one_install(
     facts, tmp_path, monkeypatch
 ):
-    """coqui-ai/TTS#2292: conda-forge's torch reports 1.13.1.post200; its package is 1.13.1."""
+    """coqui-ai/TTS#2292 (unverified here): conda-forge's torch reports 1.13.1.post200; its conda
+    package is 1.13.1."""
     site = tmp_path / "lib" / "python3.10" / "site-packages"
     files = torch_metadata(site, "torch-1.13.1.post200.dist-info", "1.13.1.post200", "conda")
     sp = "lib/python3.10/site-packages/"
