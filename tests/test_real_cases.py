@@ -294,3 +294,19 @@ def test_driver_upgrade_that_drops_a_pascal_gpu_names_it(facts):
     texts = " ".join(r.text for r in result.remedies)
     assert "GTX 1080 Ti" in texts and "R580" in texts
     assert "export CUDA_VISIBLE_DEVICES=0" in commands(result)
+
+
+def test_returnn_1802_undefined_symbol_ncclmemfree_nccl_cu11_beside_cu12(facts):
+    """Distribution-blind (issue 25), rwth-i6/returnn#1802: 'libtorch_cuda.so: undefined symbol:
+    ncclMemFree' with nvidia-nccl-cu11 2.14.3 beside the nvidia-nccl-cu12 2.27.3 torch pins; the
+    finding names the cu11 distribution and the fix removes it by name, then restores the pin."""
+    result = judge(facts("returnn_1802_nccl_cu11_cu12"), "torch.libs")
+    assert result.status == Status.FAIL
+    assert "nvidia-nccl-cu11 2.14.3 is installed beside torch's nvidia-nccl-cu12==2.27.3" in (
+        result.summary
+    )
+    cmds = commands(result)
+    assert cmds[0].endswith("pip uninstall -y nvidia-nccl-cu11")
+    assert cmds[1].endswith("--force-reinstall --no-deps nvidia-nccl-cu12==2.27.3")
+    assert not any("LD_LIBRARY_PATH" in c for c in cmds)  # no guess about variables
+    assert "packages.nvidia_wheels.nvidia-nccl-cu11" in result.remedies[0].evidence

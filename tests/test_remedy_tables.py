@@ -135,3 +135,52 @@ def test_last_branch_covering_a_mixed_box() -> None:
 )
 def test_cuda_index_publishes_release(minor: str, variants: tuple[str, ...]) -> None:
     assert tuple(compat.RELEASES[minor].variants) == variants
+
+
+def _source_rows(table: dict, sources_read, not_read: tuple[str, ...]) -> None:
+    # Every row either cites an upstream source file read by commit, or is named as unread.
+    for name in table:
+        assert bool(sources_read(name)) != (name in not_read), name
+
+
+def test_every_row_cites_a_source_read_or_is_listed_unread() -> None:
+    _source_rows(torch_env.VARIABLES, torch_env.sources_read, _VARS_NOT_READ)
+    _source_rows(alloc_keys.KEYS, alloc_keys.sources_read, _KEYS_NOT_READ)
+    assert torch_env.NOT_READ_NOTE.strip()
+
+
+def test_sources_read_are_real_commits_and_show_only_known_names() -> None:
+    for table, sources in (
+        (torch_env.VARIABLES, torch_env.SOURCES_READ),
+        (alloc_keys.KEYS, alloc_keys.SOURCES_READ),
+    ):
+        for src in sources:
+            assert re.fullmatch(r"[0-9a-f]{40}", src.commit), src
+            assert src.path.startswith("c10/") and src.shows, src
+            # No commit could be mapped to a tag; a release given must be a release minor.
+            assert src.release is None or re.fullmatch(r"\d+\.\d+", src.release), src
+            # A name the source reads that the table lacks would be a row the source adds.
+            assert set(src.shows) <= set(table), src
+
+
+def test_stored_allocator_config_reads_new_name_first_and_warns_on_old() -> None:
+    # c10/core/AllocatorConfig.cpp at 0ac71663: PYTORCH_ALLOC_CONF, then the CUDA and HIP names.
+    (src,) = torch_env.sources_read("PYTORCH_HIP_ALLOC_CONF")
+    assert src.shows[0] == "PYTORCH_ALLOC_CONF"
+    assert torch_env.reads("PYTORCH_ALLOC_CONF", "2.13.0") is True
+    assert torch_env.preferred_name("PYTORCH_CUDA_ALLOC_CONF", "2.13.0") == "PYTORCH_ALLOC_CONF"
+    # per_process_memory_fraction: parsed by CUDAAllocatorConfig.cpp at b944315b, not 01f9ef32.
+    commits = {s.commit[:8] for s in alloc_keys.sources_read("per_process_memory_fraction")}
+    assert commits == {"b944315b"}
+
+
+# Rows with no upstream file read (search budget and time; see torch_env.NOT_READ_NOTE).
+_KEYS_NOT_READ = (
+    "pinned_max_round_threshold_mb",
+    "pinned_max_cached_size_mb",
+    "pinned_free_catch_all",
+    "throw_on_cudamalloc_oom",
+)
+_VARS_NOT_READ = tuple(
+    v for v in torch_env.VARIABLES if not v.endswith("_ALLOC_CONF")
+)  # every variable but the three allocator-config names

@@ -406,6 +406,31 @@ def libs_shadowed_cudart() -> dict[str, Any]:
     return f
 
 
+def returnn_1802_nccl_cu11_cu12() -> dict[str, Any]:
+    """rwth-i6/returnn#1802 (2026-01-17): ``import torch`` fails with "libtorch_cuda.so: undefined
+    symbol: ncclMemFree"; collect_env lists nvidia-nccl-cu11==2.14.3 beside nvidia-nccl-cu12==
+    2.27.3, and ldd shows libnccl.so.2 taken from the shared site-packages/nvidia/nccl/lib. The
+    torch version is not in the thread as read; modelled with the pin that matches (2.27.3)."""
+    f = h100_wheels()
+    torch = f["packages"]["distributions"]["torch"]
+    torch["requires"] = [
+        r.replace("nvidia-nccl-cu13==2.27.7", "nvidia-nccl-cu12==2.27.3") for r in torch["requires"]
+    ]
+    wheels = f["packages"]["nvidia_wheels"]
+    del wheels["nvidia-nccl-cu13"]
+    wheels.update({"nvidia-nccl-cu12": "2.27.3", "nvidia-nccl-cu11": "2.14.3"})
+    site = torch["location"]
+    f["torch"] = {
+        "status": "import_error",
+        "error": {
+            "type": "ImportError",
+            "message": f"{site}/torch/lib/libtorch_cuda.so: undefined symbol: ncclMemFree",
+            "traceback": "",
+        },
+    }
+    return f
+
+
 def cudnn_wheel_missing() -> dict[str, Any]:
     """nvidia-cudnn-cu13 was uninstalled (a dependency resolver 'fixed' a conflict): no import."""
     f = h100_wheels()
@@ -762,6 +787,7 @@ CORPUS = {
     "no_avx2_sigill": no_avx2_sigill,
     "jetson_cpu_wheel": jetson_cpu_wheel,
     "conda_and_pip_torch": conda_and_pip_torch,
+    "returnn_1802_nccl_cu11_cu12": returnn_1802_nccl_cu11_cu12,
 }
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .compat import parse_version, torch_minor
-from .torch_env import in_range, minors
+from .torch_env import SourceRead, in_range, minors
 
 CHECKED = "2026-11-24"
 
@@ -98,6 +98,52 @@ for _name in (
     "throw_on_cudamalloc_oom",
 ):
     KEYS[_name] = Key(_name, None, _WHEEL, "wheel", _BEFORE_213)
+
+# Upstream allocator sources read from the stored-code index (see torch_env.SOURCES_READ for
+# what the store holds and why no commit maps to a release tag). Each lists the keys that file
+# parses or registers; the tests hold every key a source shows to be a row of KEYS.
+_CUDA_KEYS = (
+    "backend",
+    "release_lock_on_cudamalloc",
+    "release_lock_on_hipmalloc",
+    "pinned_use_cuda_host_register",
+    "pinned_use_hip_host_register",
+    "pinned_num_register_threads",
+    "pinned_reserve_segment_size_mb",
+    "graph_capture_record_stream_reuse",
+)
+_COMMON_KEYS = (
+    "max_split_size_mb",
+    "max_non_split_rounding_mb",
+    "garbage_collection_threshold",
+    "roundup_power2_divisions",
+    "expandable_segments",
+    "pinned_use_background_threads",
+)
+SOURCES_READ: tuple[SourceRead, ...] = (
+    SourceRead("01f9ef32eae5ef513002dd44902c23cbe6be3aae", "c10/cuda/CUDAAllocatorConfig.cpp",
+               None, _CUDA_KEYS),
+    SourceRead("b944315b93d36f842ef94d67a041371993234a74", "c10/cuda/CUDAAllocatorConfig.cpp",
+               None, (*_CUDA_KEYS, "per_process_memory_fraction")),
+    SourceRead("b42fb11650d1718ca81c6826b0a12247f94665fc", "c10/core/AllocatorConfig.h",
+               None, ("large_segment_size_mb", *_COMMON_KEYS)),
+    SourceRead("0ac716637f3258efcaf7fdfb851bdd520c9c1441", "c10/core/AllocatorConfig.cpp",
+               None, _COMMON_KEYS),
+    # the older AllocatorConfig.cpp: one parser for all keys, "Unrecognized CachingAllocator
+    # option" on any other
+    SourceRead("065861fba7598880aa3216822742a1172d0a197c", "c10/core/AllocatorConfig.cpp",
+               None, (*_COMMON_KEYS, *_CUDA_KEYS[:6])),
+)  # fmt: skip
+# The error on an unknown key changed with the split into CUDAAllocatorConfig: "Unrecognized key
+# 'X' in CUDA allocator config." (01f9ef32, b944315b) instead of "Unrecognized CachingAllocator
+# option: X" (065861fb and the older CUDACachingAllocator.cpp).
+UNKNOWN_KEY_MESSAGES = ("Unrecognized key '", "Unrecognized CachingAllocator option: ")
+
+
+def sources_read(key: str) -> tuple[SourceRead, ...]:
+    """The stored upstream allocator files read that parse ``key``."""
+    return tuple(s for s in SOURCES_READ if key in s.shows)
+
 
 # Value syntax that came later than its key: (key, form) -> first release, source.
 SYNTAX: dict[tuple[str, str], tuple[str, str]] = {

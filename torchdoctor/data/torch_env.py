@@ -13,6 +13,8 @@ so release tags could not be checked out here):
   corpus); the first release is the one whose branch was cut after the merge.
 - ``report``: a public report that shows the released behaviour (a warning line, a repro) on a
   named torch version.
+- ``SOURCES_READ`` (below): upstream source files read from the stored-code index, each by
+  commit and path; none could be mapped to a release tag, so they confirm names, not releases.
 Where a release between two known points cannot be told, it is listed in ``unsure`` and every
 question about it answers ``None`` (unknown), never a guess.
 """
@@ -203,6 +205,44 @@ VARIABLES: dict[str, EnvVar] = {
         EnvVar("TORCH_NCCL_ENABLE_TIMING", "2.2", _NCCL_RENAME, "pr"),
     )
 }
+
+
+# Stored upstream source read for these tables (issue 25 asks for each release tag's source).
+# What the store holds: pytorch/pytorch files at a few commits each, reachable only by a known
+# commit hash (find_files/read_file name one per file; no tag, date or log is stored), and
+# version.txt only at 04ee2b9e (2.0.1) and f3b72801 (2.11.0a0), where no allocator or env
+# file is stored. So no commit below could be mapped to a release ("release": None); their
+# content (c10/core/AllocatorConfig.*) places each after pytorch#149601. What they confirm is
+# that a row's name or key is real and read by torch, not from which release.
+@dataclass(frozen=True)
+class SourceRead:
+    commit: str  # 40 hex digits, as read_file named it
+    path: str
+    release: str | None  # None: the commit could not be mapped to a release (see above)
+    shows: tuple[str, ...]  # the variables or allocator keys this file reads
+    read: str = CHECKED
+
+
+SOURCES_READ: tuple[SourceRead, ...] = (
+    SourceRead(
+        "0ac716637f3258efcaf7fdfb851bdd520c9c1441",
+        "c10/core/AllocatorConfig.cpp",
+        None,
+        # reads PYTORCH_ALLOC_CONF first, then the two older names with a deprecation warning
+        ("PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_HIP_ALLOC_CONF"),
+    ),
+)
+# Rows no stored source file was read for: their basis stays the wheel, PR or report above.
+NOT_READ_NOTE = (
+    "no stored upstream file read for this row; tried at the 2.0.1 commit 04ee2b9e: "
+    "docs/source/notes/cuda.rst, c10/cuda/CUDACachingAllocator.cpp and "
+    "torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp are not stored there"
+)
+
+
+def sources_read(name: str) -> tuple[SourceRead, ...]:
+    """The stored upstream files read that show ``name`` (a variable or an allocator key)."""
+    return tuple(s for s in SOURCES_READ if name in s.shows)
 
 
 def _minor(version: str | None) -> tuple[int, ...]:

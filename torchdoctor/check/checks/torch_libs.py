@@ -30,6 +30,7 @@ FINDINGS = {
     "nvidia-wheel-missing": "an nvidia-* wheel torch pins is not installed",
     "nvidia-wheel-broken": "an nvidia-* wheel torch pins is half-uninstalled",
     "nvidia-wheel-version": "an nvidia-* wheel at another version than torch pins",
+    "nvidia-wheel-twin": "the same nvidia-* library for another CUDA major beside torch's pin",
     "ld-library-path": "a system CUDA library on LD_LIBRARY_PATH shadows the wheel's",
     "ld-preload": "a CUDA library forced into torch by LD_PRELOAD",
     "system-cuda-lib": "a CUDA library from the system path instead of torch's wheel",
@@ -121,6 +122,44 @@ def pin_problems(facts: Facts) -> list[Problem]:
         )
         for code, items in found.items()
     ]
+
+
+_CUDA_MAJOR = re.compile(r"^(nvidia-[a-z0-9-]+?)-cu(\d+)$")
+
+
+def twin_problems(facts: Facts) -> list[Problem]:
+    """nvidia-nccl-cu11 beside the nvidia-nccl-cu12 torch pins (rwth-i6/returnn#1802): both
+    unpack into site-packages/nvidia/<lib>/lib, so the file the loader takes may be the other
+    major's (undefined symbol). The fix removes that distribution by name, then reinstalls the
+    pinned one over the files it overwrote."""
+    pins, installed = required_pins(facts), _installed(facts)
+    twins: list[tuple[str, str, str]] = []  # (other, its version, pinned name==version)
+    for name, want in sorted(pins.items()):
+        match = _CUDA_MAJOR.match(name)
+        for other, version in sorted(installed.items()):
+            same = match and _CUDA_MAJOR.match(other)
+            if same and same.group(1) == match.group(1) and other != name:
+                twins.append((other, version, f"{name}=={want}"))
+    if not twins:
+        return []
+    pip = python_cmd(facts)
+    others = " ".join(sorted({o for o, _, _ in twins}))
+    why = "; ".join(f"{o} {v} is installed beside torch's {p}" for o, v, p in twins)
+    fix = Remedy(
+        f"Uninstall {others}: it shares its library directory with the wheel torch pins, and "
+        "the loader may take its file. Then reinstall the pinned wheel over it.",
+        (
+            f"{pip} uninstall -y {others}",
+            f"{pip} install --force-reinstall --no-deps {' '.join(sorted({p for *_, p in twins}))}",
+            f"{pip} check",
+        ),
+        evidence=grounded(
+            facts,
+            "packages.distributions.torch.requires",
+            *(f"packages.nvidia_wheels.{o}" for o, _, _ in twins),
+        ),
+    )
+    return [Problem("nvidia-wheel-twin", Status.FAIL, why, [fix])]
 
 
 def _dirs(entries: list[LibraryPathDir]) -> set[str]:
@@ -277,7 +316,7 @@ def _loaded_summary(libs: Libs, static: list[str]) -> str:
 
 
 def check(facts: Facts, ctx: Context) -> Verdict:
-    pins = pin_problems(facts)
+    pins = [*twin_problems(facts), *pin_problems(facts)]
     if not torch_ok(facts):
         if pins:
             details = {"required": required_pins(facts), "installed": _installed(facts)}
