@@ -170,6 +170,11 @@ def recall(labels: Sequence[Label], findings: Sequence[Finding]) -> dict[str, tu
     return out
 
 
+def flagged_lookalikes(labels: Sequence[Label], findings: Sequence[Finding]) -> tuple[int, int]:
+    rows = [lab for lab in labels if not lab.must_flag]
+    return sum(found(lab, findings) for lab in rows), len(rows)
+
+
 def tally(
     findings: Sequence[Finding], labels: Sequence[Label], judged: dict[tuple, bool]
 ) -> Counter[str]:
@@ -248,6 +253,7 @@ def overall_lines(level: str, findings: Sequence[Finding], labels, judged) -> li
         f"seeing them: {c['jtrue']} true, {c['jfalse']} false, {c['unjudged']} not judged",
         f"- precision with the judged ones (not blind): {pct(c['tp'] + c['jtrue'], shown)}",
         *(f"- recall, {name}: {pct(*r[name])}" for name in r),
+        f"- lookalikes (must_flag=no) flagged: {pct(*flagged_lookalikes(labels, findings))}",
         "",
     ]
 

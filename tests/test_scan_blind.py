@@ -134,3 +134,8 @@ def test_a_missing_tree_says_how_to_fetch_it(tmp_path):
         sb.tree_of(tmp_path, entry)
     assert f"checkout {entry['commit']}" in str(exc.value)
     assert f"github.com/{entry['repo']}" in str(exc.value)
+
+
+def test_lookalikes_flagged_count_only_rows_a_finding_points_at():
+    labels = [_label(10, "TD003 x (lookalike)", False), _label(30, "TD003 x (lookalike)", False)]
+    assert sb.flagged_lookalikes(labels, [_finding(11, "TD003")]) == (1, 2)
