@@ -93,6 +93,74 @@ def test_item_per_parameter_inside_the_training_step_is_high():
     assert ("TD402", "high") in found(LOOP.format(body=body))
 
 
+# vwxyzjn/cleanrl@fe8d8a0 cleanrl/ppo_atari_multigpu.py:328 (and ppg_procgen.py:364): a clip
+# fraction per minibatch collected into a list whose mean is written to TensorBoard after the
+# epochs; ppo_rnd_envpool.py:483 collects it the same way and never writes it.
+PPO = """
+import numpy as np
+import torch
+for iteration in range(n):
+    clipfracs = []
+    for epoch in range(epochs):
+        for start in range(0, batch, mb):
+            loss = agent.loss(start)
+            loss.backward()
+            optimizer.step()
+            clipfracs += [(ratio.abs() > clip).float().mean().item()]
+    {after}
+"""
+
+
+def test_cleanrl_clipfracs_written_to_tensorboard_after_the_epochs_is_low():
+    after = 'writer.add_scalar("losses/clipfrac", np.mean(clipfracs), step)'
+    assert found(PPO.format(after=after)) == [("TD402", "low")]
+
+
+def test_cleanrl_clipfracs_collected_and_never_written_stays_medium():
+    assert found(PPO.format(after="pass")) == [("TD402", "medium")]
+
+
+def test_losses_appended_in_a_function_and_printed_after_the_loop_is_low():
+    src = """
+    import torch
+    def train(loader):
+        losses = []
+        for x in loader:
+            loss = model(x)
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        print(sum(losses) / len(losses))
+    """
+    assert found(src) == [("TD402", "low")]
+
+
+# lllyasviel/Fooocus@59f183a ldm_patched/modules/model_management.py:181: a bf16 probe with
+# torch.cuda.get_device_properties inside `try: … except: pass` falls back instead of raising.
+@pytest.mark.parametrize("handler", ["except:", "except Exception:", "except AssertionError:"])
+def test_fooocus_cuda_probe_inside_try_with_a_catching_handler_is_low(handler):
+    src = f"""
+    import torch
+    try:
+        major = torch.cuda.get_device_properties(torch.cuda.current_device()).major
+    {handler}
+        major = 0
+    """
+    assert set(found(src)) == {("TD003", "low")}
+
+
+def test_cuda_probe_inside_try_that_catches_only_value_error_stays_high():
+    src = """
+    import torch
+    try:
+        name = torch.cuda.get_device_name()
+    except ValueError:
+        name = "?"
+    name2 = torch.cuda.get_device_name()
+    """
+    assert found(src) == [("TD003", "high"), ("TD003", "high")]
+
+
 # -- loads of files the project wrote from CPU tensors ---------------------------------------
 
 

@@ -82,6 +82,7 @@ class Context(SourcePositions, Bindings, DeviceGuards, CallSites, ast.NodeVisito
         self.if_depth = 0
         self.if_tests: list[ast.expr] = []
         self.withs: list[ast.expr] = []  # context managers around the current node
+        self.catch_all = 0  # try bodies around the node whose handler catches AssertionError
         self.funcs: list[Func] = []
         self.classes: list[Class] = []
         self.loops: list[Loop] = []
@@ -181,6 +182,19 @@ class Context(SourcePositions, Bindings, DeviceGuards, CallSites, ast.NodeVisito
 
     visit_AsyncWith = visit_With
 
+    def visit_Try(self, node: ast.Try) -> None:
+        # `torch.cuda.*` without CUDA raises AssertionError: a handler catching it is a fallback
+        caught = any(_catches_assertion(h.type) for h in node.handlers)
+        self.catch_all += caught
+        self._block(node.body)
+        self.catch_all -= caught
+        for handler in node.handlers:
+            self.visit(handler)
+        self._block(node.orelse)
+        self._block(node.finalbody)
+
+    visit_TryStar = visit_Try
+
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         for d in [*node.decorator_list, *node.bases, *node.keywords]:
             self.visit(d)
@@ -239,3 +253,10 @@ class Context(SourcePositions, Bindings, DeviceGuards, CallSites, ast.NodeVisito
 
     visit_AsyncFor = visit_For
     visit_While = visit_For
+
+
+def _catches_assertion(kind: ast.expr | None) -> bool:
+    """`except:`, `except Exception`, `except (AssertionError, …)`, …"""
+    kinds = kind.elts if isinstance(kind, ast.Tuple) else [kind]
+    wide = {"Exception", "BaseException", "AssertionError"}
+    return any(k is None or dotted(k).rsplit(".", 1)[-1] in wide for k in kinds)

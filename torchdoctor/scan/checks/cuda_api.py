@@ -29,11 +29,14 @@ def on_call(ctx: Context, node: ast.Call) -> None:
     fn = name[len("cuda.") :]
     if fn not in RAISING:
         return
+    caught = "inside a try whose handler catches the error" if ctx.catch_all else None
     ctx.report(
         "TD003",
         node,
         f"`torch.cuda.{fn}()` raises where CUDA is absent (CPU-only torch, Macs)",
         "call it only under `if torch.cuda.is_available():` (or use torch.accelerator)",
+        confidence="low" if caught else "high",
+        why=caught,
     )
 
 

@@ -3,8 +3,9 @@
 Not every per-step sync is worth changing: a training loop that shows its loss every step
 (printed, logged, put on a progress bar) syncs on purpose, and a loop that times itself must
 sync. The confidence says which are avoidable: a sync in a loop nested inside the training
-step (one per parameter or loss term) is `high`; a value summed or collected and not shown in
-the step is `medium`; the rest (shown every step, or used in a Python decision) is `low`."""
+step (one per parameter or loss term) is `high`; a value summed or collected and never shown
+is `medium`; the rest (shown every step or after the loop, or used in a Python decision) is
+`low`."""
 
 from __future__ import annotations
 
@@ -63,6 +64,31 @@ def _accumulated(stmt: ast.stmt, node: ast.Call) -> bool:
     )
 
 
+def _accumulator(stmt: ast.stmt, node: ast.Call) -> str:
+    """The name a value is summed or collected into: `total += …`, `xs.append(…)`."""
+    if isinstance(stmt, ast.AugAssign):
+        return dotted(stmt.target)
+    for sub in ast.walk(stmt):
+        if isinstance(sub, ast.Call) and call_name(sub) in ACCUMULATE and _holds(sub, node):
+            return dotted(getattr(sub.func, "value", sub.func))
+    return ""
+
+
+def _shown_later(ctx: Context, stmt: ast.stmt, node: ast.Call) -> bool:
+    """Is the accumulator shown somewhere in the function (at module level: the outermost
+    loop), e.g. `writer.add_scalar("clipfrac", np.mean(clipfracs))` after the epoch?"""
+    name = _accumulator(stmt, node)
+    if not name:
+        return False
+    scope = ctx.func.node if ctx.func else ctx.loops[0].node
+    for sub in ast.walk(scope):
+        if isinstance(sub, ast.Call) and SHOWING.match(call_name(sub)) and not _holds(stmt, sub):
+            used = {dotted(n) for n in ast.walk(sub) if isinstance(n, (ast.Name, ast.Attribute))}
+            if name in used:
+                return True
+    return False
+
+
 def _item_confidence(ctx: Context, node: ast.Call) -> tuple[str, str] | None:
     """(confidence, grounds) of an `.item()` sync, or None when it is not per step."""
     loops = ctx.loops
@@ -81,6 +107,8 @@ def _item_confidence(ctx: Context, node: ast.Call) -> tuple[str, str] | None:
     if _shown(training.node, stmt, node):
         return "low", "the value is shown every step: a sync on purpose"
     if _accumulated(stmt, node):
+        if _shown_later(ctx, stmt, node):
+            return "low", "collected every step to be shown after the loop: a sync on purpose"
         return "medium", "summed or collected on the host every step, not shown"
     return "low", "the value is used on the host every step"
 

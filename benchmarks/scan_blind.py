@@ -1,0 +1,328 @@
+"""Precision and recall of `torchdoctor scan` on the blind corpus of issue 20.
+
+    python benchmarks/scan_blind.py [--corpus-root DIR] [--no-write]
+
+The corpus (benchmarks/scan_blind/corpus.json) is 31 files of 8 public repositories; its
+labels (labels.csv) were written by someone who had never seen the scan's output: 35 real
+pitfalls (must_flag=yes: crash, security or perf) and 93 lookalikes (must_flag=no).
+DIR holds one source tree per repository, named as the last part of `local_path` in
+corpus.json (default /work/research/scan_corpus). To make them:
+
+    git clone https://github.com/<repo> DIR/<name> && git -C DIR/<name> checkout <commit>
+
+Each repository is scanned whole (the project view needs the callers and the saved files),
+with --format json, once at the default confidence and once at --confidence low; only the
+findings in the labelled files are kept. A finding matches a label when the file is the
+same, its rule is one that points at the label's kind (KIND_RULES) and the lines differ by
+at most 2. Findings on lines with no label go to scan_blind/unlabelled.csv; the verdicts on
+them in scan_blind/judged.csv were made after seeing the output (not blind) and are counted
+apart.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import re
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).with_name("scan_blind")
+DEFAULT_ROOT = Path("/work/research/scan_corpus")
+SLACK = 2  # lines between a finding and its label: a statement over several lines
+LEVELS: dict[str, str | None] = {"default": None, "low": "low"}
+SEVERITIES = ("crash", "security", "perf")
+
+# The labeller's kinds that are not rule ids, and the rules whose finding points at each
+# (set before the scan was run on the corpus). A rule id in the kind stands for itself.
+KIND_RULES: dict[str, frozenset[str]] = {
+    "mps-float64": frozenset({"TD601"}),
+    "guard-covers-too-little": frozenset({"TD003", "TD004"}),
+    "public-api-cuda-default": frozenset({"TD005"}),
+    "factory-without-device": frozenset({"TD302", "TD303"}),
+    # no rule of this version targets it; the nearest is a device given to a torch factory
+    "legacy-constructor-device": frozenset({"TD002"}),
+    "hardcoded-cuda": frozenset({"TD001", "TD002", "TD003"}),
+    "hardcoded-cuda autocast": frozenset({"TD001", "TD002", "TD003"}),
+    "hardcoded-cuda-device": frozenset({"TD002"}),
+    "implicit-sync-in-loop": frozenset({"TD402"}),
+    "implicit-sync": frozenset({"TD402"}),
+    "cpu-roundtrip": frozenset({"TD303", "TD402"}),
+    "unsafe-pickle": frozenset({"TD102"}),
+}
+# Label rows the labeller gave one root cause (method.md): recall is also counted per root.
+ONE_ROOT = {("lllyasviel/Fooocus", "ldm_patched/modules/model_management.py")}
+RULE_ID = re.compile(r"TD\d{3}")
+
+
+@dataclass(frozen=True)
+class Label:
+    repo: str
+    file: str
+    line: int
+    kind: str
+    severity: str
+    must_flag: bool
+
+    @property
+    def base_kind(self) -> str:
+        return self.kind.split(" (")[0]
+
+    @property
+    def rules(self) -> frozenset[str]:
+        head = self.kind.split()[0]
+        if RULE_ID.fullmatch(head):
+            return frozenset({head})
+        return KIND_RULES[self.base_kind]
+
+    @property
+    def root(self) -> tuple[str, ...]:
+        if (self.repo, self.file) in ONE_ROOT:
+            return (self.repo, self.file, self.base_kind)
+        return (self.repo, self.file, str(self.line), self.kind)
+
+
+@dataclass(frozen=True)
+class Finding:
+    repo: str
+    file: str
+    line: int
+    rule: str
+    confidence: str
+    code: str = ""
+
+    @property
+    def key(self) -> tuple[str, str, int, str]:
+        return (self.repo, self.file, self.line, self.rule)
+
+
+def read_labels(path: Path) -> list[Label]:
+    with open(path, newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    return [
+        Label(
+            r["repo"],
+            r["file"],
+            int(r["line"]),
+            r["kind"],
+            r["severity"],
+            {"yes": True, "no": False}[r["must_flag"]],
+        )
+        for r in rows
+    ]
+
+
+def read_judged(path: Path) -> dict[tuple[str, str, int, str], bool]:
+    """Verdicts made after seeing the output: (repo, file, line, rule) -> true pitfall."""
+    if not path.is_file():
+        return {}
+    with open(path, newline="", encoding="utf-8") as fh:
+        return {
+            (r["repo"], r["file"], int(r["line"]), r["rule"]): r["verdict"] == "true"
+            for r in csv.DictReader(fh)
+        }
+
+
+def labels_of(finding: Finding, labels: Iterable[Label], slack: int = SLACK) -> list[Label]:
+    """The labels a finding points at: same file, a rule of the label's kind, near line."""
+    return [
+        lab
+        for lab in labels
+        if lab.repo == finding.repo
+        and lab.file == finding.file
+        and finding.rule in lab.rules
+        and abs(lab.line - finding.line) <= slack
+    ]
+
+
+def verdict(finding: Finding, labels: Iterable[Label]) -> str:
+    """tp (points at a real pitfall), fp (only at lookalikes) or unlabelled."""
+    hit = labels_of(finding, labels)
+    if any(lab.must_flag for lab in hit):
+        return "tp"
+    return "fp" if hit else "unlabelled"
+
+
+def found(label: Label, findings: Iterable[Finding]) -> bool:
+    return any(label in labels_of(f, [label]) for f in findings)
+
+
+def recall(labels: Sequence[Label], findings: Sequence[Finding]) -> dict[str, tuple[int, int]]:
+    """(found, total) of the must-flag labels per severity, 'crash+security', 'all' and
+    'crash+security, per root' (rows of one root cause count once, found if any is)."""
+    out: dict[str, tuple[int, int]] = {}
+    wanted = [lab for lab in labels if lab.must_flag]
+    groups = {**{s: (s,) for s in SEVERITIES}, "crash+security": ("crash", "security")}
+    groups["all"] = SEVERITIES
+    for name, sevs in groups.items():
+        rows = [lab for lab in wanted if lab.severity in sevs]
+        out[name] = (sum(found(lab, findings) for lab in rows), len(rows))
+    roots: dict[tuple[str, ...], bool] = {}
+    for lab in wanted:
+        if lab.severity in ("crash", "security"):
+            roots[lab.root] = roots.get(lab.root, False) or found(lab, findings)
+    out["crash+security, per root"] = (sum(roots.values()), len(roots))
+    return out
+
+
+def flagged_lookalikes(labels: Sequence[Label], findings: Sequence[Finding]) -> tuple[int, int]:
+    rows = [lab for lab in labels if not lab.must_flag]
+    return sum(found(lab, findings) for lab in rows), len(rows)
+
+
+def tally(
+    findings: Sequence[Finding], labels: Sequence[Label], judged: dict[tuple, bool]
+) -> Counter[str]:
+    """Counts of one set of findings: tp/fp on labelled lines, and the unlabelled ones by
+    the after-the-fact verdict (jtrue, jfalse, or unjudged)."""
+    c: Counter[str] = Counter(findings=len(findings))
+    for f in findings:
+        v = verdict(f, labels)
+        if v == "unlabelled" and f.key in judged:
+            v = "jtrue" if judged[f.key] else "jfalse"
+        elif v == "unlabelled":
+            v = "unjudged"
+        c[v] += 1
+    return c
+
+
+def pct(num: int, den: int) -> str:
+    return f"{num / den:.0%} ({num}/{den})" if den else "– (0/0)"
+
+
+def scan_repo(root: Path, repo: str, confidence: str | None, jobs: int) -> list[Finding]:
+    """Every finding of one whole tree, as `torchdoctor scan . --format json` reports it."""
+    cmd = [sys.executable, "-m", "torchdoctor", "scan", ".", "--format", "json"]
+    cmd += ["--no-cache", "--fail-on", "never", "--jobs", str(jobs)]
+    if confidence:
+        cmd += ["--confidence", confidence]
+    proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        sys.exit(f"scan of {root} failed ({proc.returncode}): {proc.stderr[-2000:]}")
+    doc = json.loads(proc.stdout)
+    return [
+        Finding(
+            repo,
+            Path(f["details"]["path"]).as_posix().removeprefix("./"),
+            int(f["details"]["line"]),
+            f["id"],
+            f.get("confidence", ""),
+            f["details"].get("code", "").strip(),
+        )
+        for f in doc["findings"]
+    ]
+
+
+def tree_of(root: Path, entry: dict) -> Path:
+    tree = root / Path(entry["local_path"]).name
+    if not tree.is_dir():
+        sys.exit(
+            f"{tree} is missing. Fetch it at the recorded commit:\n"
+            f"  git clone https://github.com/{entry['repo']} {tree} && "
+            f"git -C {tree} checkout {entry['commit']}"
+        )
+    return tree
+
+
+def scan_corpus(corpus: dict, root: Path, jobs: int) -> dict[str, list[Finding]]:
+    """Findings in the labelled files, per output level (default, low)."""
+    out: dict[str, list[Finding]] = {level: [] for level in LEVELS}
+    for entry in corpus["repos"]:
+        tree = tree_of(root, entry)
+        keep = set(entry["files_in_scope"])
+        for level, confidence in LEVELS.items():
+            found_ = scan_repo(tree, entry["repo"], confidence, jobs)
+            out[level] += [f for f in found_ if f.file in keep]
+    return out
+
+
+def overall_lines(level: str, findings: Sequence[Finding], labels, judged) -> list[str]:
+    c = tally(findings, labels, judged)
+    r = recall(labels, findings)
+    shown = c["tp"] + c["fp"] + c["jtrue"] + c["jfalse"]
+    return [
+        f"### {level} output: {c['findings']} findings in the labelled files",
+        "",
+        f"- precision on labelled lines (blind): {pct(c['tp'], c['tp'] + c['fp'])}",
+        f"- unlabelled lines: {c['jtrue'] + c['jfalse'] + c['unjudged']} findings, judged after "
+        f"seeing them: {c['jtrue']} true, {c['jfalse']} false, {c['unjudged']} not judged",
+        f"- precision with the judged ones (not blind): {pct(c['tp'] + c['jtrue'], shown)}",
+        *(f"- recall, {name}: {pct(*r[name])}" for name in r),
+        f"- lookalikes (must_flag=no) flagged: {pct(*flagged_lookalikes(labels, findings))}",
+        "",
+    ]
+
+
+def rule_table(findings: Sequence[Finding], labels: Sequence[Label], judged) -> list[str]:
+    out = [
+        "| rule | findings | tp | fp | precision (blind) | unlabelled: true / false / "
+        "unjudged | precision with judged | must-flag found |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    rules = sorted({f.rule for f in findings} | {r for lab in labels for r in lab.rules})
+    for rule in rules:
+        mine = [f for f in findings if f.rule == rule]
+        c = tally(mine, labels, judged)
+        wanted = [lab for lab in labels if lab.must_flag and rule in lab.rules]
+        hit = sum(found(lab, mine) for lab in wanted)
+        shown = c["tp"] + c["fp"] + c["jtrue"] + c["jfalse"]
+        out.append(
+            f"| {rule} | {c['findings']} | {c['tp']} | {c['fp']} | "
+            f"{pct(c['tp'], c['tp'] + c['fp'])} | {c['jtrue']} / {c['jfalse']} / "
+            f"{c['unjudged']} | {pct(c['tp'] + c['jtrue'], shown)} | "
+            f"{f'{hit}/{len(wanted)}' if wanted else '–'} |"
+        )
+    return out
+
+
+def missed_lines(labels: Sequence[Label], findings: Sequence[Finding]) -> list[str]:
+    return [
+        f"- missed {lab.severity}: {lab.repo} {lab.file}:{lab.line} {lab.kind}"
+        for lab in labels
+        if lab.must_flag and not found(lab, findings)
+    ]
+
+
+def write_unlabelled(path: Path, by_level: dict[str, list[Finding]], labels, judged) -> None:
+    """Findings at --confidence low on lines with no label; `default` says whether the
+    default output shows them too."""
+    default = {f.key for f in by_level["default"]}
+    rows = sorted(
+        {f for f in by_level["low"] if verdict(f, labels) == "unlabelled"}, key=lambda f: f.key
+    )
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh, lineterminator="\n")
+        w.writerow(["repo", "file", "line", "rule", "confidence", "default", "judged", "code"])
+        for f in rows:
+            seen = judged.get(f.key)
+            mark = "" if seen is None else ("true" if seen else "false")
+            w.writerow([*f.key, f.confidence, "yes" if f.key in default else "no", mark, f.code])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--corpus-root", type=Path, default=DEFAULT_ROOT)
+    ap.add_argument("--jobs", type=int, default=1)
+    ap.add_argument("--no-write", action="store_true", help="do not rewrite unlabelled.csv")
+    args = ap.parse_args()
+    corpus = json.loads((HERE / "corpus.json").read_text(encoding="utf-8"))
+    labels = read_labels(HERE / "labels.csv")
+    judged = read_judged(HERE / "judged.csv")
+    by_level = scan_corpus(corpus, args.corpus_root, args.jobs)
+    if not args.no_write:
+        write_unlabelled(HERE / "unlabelled.csv", by_level, labels, judged)
+    for level, findings in by_level.items():
+        print("\n".join(overall_lines(level, findings, labels, judged)))
+        print("\n".join(rule_table(findings, labels, judged)))
+        print()
+        print("\n".join(missed_lines(labels, findings)))
+        print()
+
+
+if __name__ == "__main__":
+    main()
