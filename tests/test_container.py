@@ -117,6 +117,8 @@ def test_docker_with_default_64mb_shm(tmp_path):
         "source": "shm",
         "size_bytes": 64 * MIB,
         "free_bytes": None,
+        "writable": True,
+        "read_only": False,
     }
     v = judge(facts_with(c))
     assert v.status.value == "warn"

@@ -205,6 +205,18 @@ COMPANIONS = ("torchvision", "torchaudio", "torchtext", "triton", "xformers")
 MANYLINUX_GLIBC: dict[str, tuple[int, int]] = {"manylinux1": (2, 17), "manylinux_2_28": (2, 28)}
 
 INDEX_URL = "https://download.pytorch.org/whl/{variant}"
+# ROCm wheel indexes per release, oldest first (the newest is the default on pytorch.org's
+# selector). Source: pytorch/test-infra generate_binary_build_matrix.py per release branch, as
+# summarised in the project's knowledge notes (compat-tables.md §2, 2026-11); unverified against
+# the index itself. Releases not listed here get no ROCm command, only the selector's page.
+ROCM_VARIANTS: dict[str, tuple[str, ...]] = {
+    "2.8": ("rocm6.3", "rocm6.4"),
+    "2.9": ("rocm6.3", "rocm6.4"),
+    "2.10": ("rocm7.0", "rocm7.1"),
+    "2.11": ("rocm7.1", "rocm7.2"),
+    "2.12": ("rocm7.1", "rocm7.2"),
+    "2.13": ("rocm7.1", "rocm7.2"),
+}
 # Releases before 1.11 are found through the flat page, not per-variant indexes.
 FIND_LINKS_URL = "https://download.pytorch.org/whl/torch_stable.html"
 

@@ -62,7 +62,8 @@ def parse_size(text: str) -> int | None:
 
 
 def mounts(root: Path) -> list[dict[str, str]]:
-    """/proc/self/mountinfo as dicts: mount point, fs type, source, fs root and super options."""
+    """/proc/self/mountinfo as dicts: mount point, fs type, source, fs root, the mount's own
+    options (``rw``/``ro``, …) and the super block's options."""
     rows = []
     for line in (_read(root / "proc/self/mountinfo", 1 << 20) or "").splitlines():
         left, sep, right = line.partition(" - ")
@@ -73,6 +74,7 @@ def mounts(root: Path) -> list[dict[str, str]]:
             {
                 "fs_root": fields[3],
                 "mount_point": fields[4],
+                "mount_options": fields[5] if len(fields) > 5 else "",
                 "fs_type": tail[0],
                 "source": tail[1],
                 "options": tail[2] if len(tail) > 2 else "",
@@ -152,11 +154,15 @@ def shm(root: Path, mount_rows: list[dict[str, str]]) -> dict[str, Any]:
         "source": row["source"] if row else None,
         "size_bytes": None,
         "free_bytes": None,
+        "writable": None,
+        "read_only": _read_only(row) if row else None,
     }
     if row:
         opt = next((o for o in row["options"].split(",") if o.startswith("size=")), None)
         facts["size_bytes"] = parse_size(opt[5:]) if opt else None
     if facts["exists"]:
+        # access(2) says what open(O_RDWR|O_CREAT) under it would: mode, owner, a ro mount.
+        facts["writable"] = os.access(root / "dev/shm", os.W_OK | os.X_OK)
         try:
             st = os.statvfs(root / "dev/shm")
             facts["free_bytes"] = st.f_bavail * st.f_frsize
@@ -165,6 +171,12 @@ def shm(root: Path, mount_rows: list[dict[str, str]]) -> dict[str, Any]:
         except OSError:
             pass
     return facts
+
+
+def _read_only(row: dict[str, str]) -> bool:
+    """A read-only mount: ``ro`` among the mount's own options or the super block's."""
+    options = f"{row.get('mount_options', '')},{row['options']}".split(",")
+    return "ro" in options
 
 
 def nvidia_runtime(root: Path) -> dict[str, Any]:

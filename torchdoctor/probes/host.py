@@ -6,6 +6,7 @@ Everything reads files under a root directory (default ``/``) so tests can point
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,13 @@ TORCH_ENV_VARS = (
 def _read(path: Path) -> str | None:
     try:
         return path.read_text().strip()
+    except OSError:
+        return None
+
+
+def _exists(path: Path) -> bool | None:
+    try:
+        return path.exists()
     except OSError:
         return None
 
@@ -125,6 +133,78 @@ def nvidia_nodes(root: Path = Path("/")) -> dict[str, Any]:
     }
 
 
+def open_files_limit() -> dict[str, Any]:
+    """RLIMIT_NOFILE of this process (the shell's, inherited): -1 is unlimited, None unknown
+    (Windows has no such limit)."""
+    try:
+        import resource
+    except ImportError:
+        return {"soft": None, "hard": None}
+    try:
+        limits = resource.getrlimit(resource.RLIMIT_NOFILE)
+    except (OSError, ValueError):
+        return {"soft": None, "hard": None}
+    soft, hard = (-1 if v == resource.RLIM_INFINITY else int(v) for v in limits)
+    return {"soft": soft, "hard": hard}
+
+
+# /sys/bus/pci/devices is walked in name order up to these bounds: a host has a few hundred PCI
+# functions at most, and a record never carries more than PCI_MAX_GPUS display controllers.
+PCI_MAX_DEVICES = 1024
+PCI_MAX_GPUS = 64
+DISPLAY_CLASS = "0x03"  # PCI base class 03: VGA (0x0300), 3D (0x0302), other display (0x0380)
+
+
+def _attribute(path: Path, limit: int = 64) -> str | None:
+    """A sysfs attribute: a regular file, read up to ``limit`` bytes."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return None
+        with open(path, "rb") as fh:
+            return fh.read(limit).decode("ascii", "replace").strip()
+    except OSError:
+        return None
+
+
+def _bound_driver(device: Path) -> str | None:
+    try:
+        return os.path.basename(os.readlink(device / "driver"))
+    except OSError:
+        return None  # no driver serves the device
+
+
+def pci_gpus(root: Path = Path("/")) -> list[dict[str, Any]] | None:
+    """Display controllers on the PCI bus, with the kernel driver bound to each; None where
+    there is no sysfs (macOS, Windows, a locked-down container)."""
+    base = root / "sys/bus/pci/devices"
+    try:
+        names = sorted(os.listdir(base))[:PCI_MAX_DEVICES]
+    except OSError:
+        return None
+    gpus: list[dict[str, Any]] = []
+    for name in names:
+        device = base / name
+        pci_class = _attribute(device / "class")
+        if not pci_class or not pci_class.startswith(DISPLAY_CLASS):
+            continue
+        vendor = _attribute(device / "vendor")
+        # amdgpu reports its dedicated memory: small on an APU, GBs on a discrete card.
+        vram = _attribute(device / "mem_info_vram_total") if vendor == "0x1002" else None
+        gpus.append(
+            {
+                "address": name[:32],
+                "vendor": vendor,
+                "device": _attribute(device / "device"),
+                "pci_class": pci_class,
+                "driver": _bound_driver(device),
+                "vram_bytes": _int(vram),
+            }
+        )
+        if len(gpus) >= PCI_MAX_GPUS:
+            break
+    return gpus
+
+
 def selected_env(environ: dict[str, str] | None = None) -> dict[str, str]:
     environ = os.environ if environ is None else environ
     return {k: environ[k] for k in TORCH_ENV_VARS if k in environ}
@@ -144,4 +224,7 @@ def gather(root: Path = Path("/")) -> dict[str, Any]:
         "memory_available_bytes": vm.available,
         "cgroup": cgroup_limits(root),
         "nvidia": nvidia_nodes(root),
+        "open_files": open_files_limit(),
+        "pci_gpus": pci_gpus(root),
+        "dev_kfd": _exists(root / "dev/kfd"),
     }

@@ -17,6 +17,7 @@ ORDER = 120  # position in the report: basic facts first, the smoke test last
 FINDINGS = {
     "shm-missing": "no /dev/shm at all",
     "shm-small": "/dev/shm under 1 GiB: DataLoader workers die with 'Bus error'",
+    "shm-not-writable": "/dev/shm exists but this user cannot create files in it",
     "gpu-hidden": "NVIDIA_VISIBLE_DEVICES tells the NVIDIA runtime to give no GPU",
     "gpu-not-delivered": "a GPU was asked for but none reached the container",
     "driver-libs-missing": "GPU device nodes without the driver library libcuda.so.1",
@@ -107,11 +108,51 @@ def _shm_remedies(c: Container, limit: int | None) -> list[Remedy]:
     return [*by_kind.get(kind, [docker, podman, k8s]), workaround]
 
 
+def _shm_not_writable(c: Container) -> Problem:
+    """shm_open fails with 'Permission denied' (NCCL's "unhandled system error", DataLoader's
+    "unable to open shared memory object"): a read-only mount, or a mode without write for this
+    user where the usual one is 1777 (pytorch/pytorch#37004)."""
+    ro = c.shm.read_only
+    because = ("container.shm.writable", *(("container.shm.read_only",) if ro else ()))
+    if ro:
+        where = "in the container's run options (e.g. no `:ro` on a /dev/shm volume or tmpfs)"
+        fixes = [
+            Remedy(
+                f"/dev/shm is mounted read-only: mount it read-write, {where}; on a host:",
+                ("sudo mount -o remount,rw /dev/shm",),
+                because,
+            )
+        ]
+    else:
+        fixes = [
+            Remedy(
+                "Give /dev/shm its usual mode (everyone may write, the sticky bit keeps files "
+                "private); make it permanent with mode=1777 on its fstab line.",
+                ("sudo chmod 1777 /dev/shm",),
+                because,
+            )
+        ]
+    fixes.append(
+        Remedy(
+            "Until then: NCCL_SHM_DISABLE=1 keeps NCCL off shared memory (slower on one node), "
+            "DataLoader(num_workers=0) keeps batches in one process.",
+            evidence=because,
+        )
+    )
+    why = (
+        f"/dev/shm is not writable by this user{' (mounted read-only)' if ro else ''}: NCCL and "
+        "DataLoader workers fail with 'Permission denied' on shm_open"
+    )
+    return Problem("shm-not-writable", Status.WARN, why, fixes)
+
+
 def _judge_shm(c: Container, facts: Facts) -> Problem | None:
     limit = facts.host.cgroup.memory_limit_bytes
     if not c.shm.exists:
         why = "no /dev/shm: DataLoader workers and NCCL need it"
         return Problem("shm-missing", Status.WARN, why, _shm_remedies(c, limit))
+    if c.shm.writable is False:
+        return _shm_not_writable(c)
     size = c.shm.size_bytes
     if size is not None and size < SMALL_SHM_BYTES:
         why = f"/dev/shm is only {_size(size)}: DataLoader workers die with 'Bus error' once batches fill it"

@@ -10,7 +10,7 @@ from torchdoctor.report.evidence import words
 from torchdoctor.report.result import Problem, Remedy, Status, Verdict, from_problems, verdict
 
 from ..record import Facts
-from . import container, driver_state
+from . import bus_gpus, container, driver_state
 from .common import (
     NO_CUDA_ON_MACOS,
     Context,
@@ -47,6 +47,9 @@ FINDINGS = {
     "no-gpu-container": "no NVIDIA GPU inside this container (started without --gpus?)",
     "no-gpu": "CUDA expected, but no NVIDIA driver or GPU found",
     "cuda-wheel-no-gpu": "a CUDA build of torch on a machine without an NVIDIA GPU",
+    "driver-module-missing": "an NVIDIA GPU on the PCI bus that no NVIDIA kernel module serves",
+    "uvm-missing": "/dev/nvidia0 without /dev/nvidia-uvm: the UVM module is not loaded",
+    "amd-gpu-not-rocm": "an AMD GPU beside a CPU or CUDA build of torch: the GPU goes unused",
     "init-failed": "NVML sees the GPU but CUDA initialisation failed",
     "unexplained": "NVML sees GPUs but torch.cuda.is_available() is False",
     "rocm-no-gpu": "a ROCm build of torch without a usable AMD GPU",
@@ -62,7 +65,8 @@ class Reason:
     """Why CUDA is unavailable in a CUDA build: a code to decide on, prose, and fixes."""
 
     # hidden | forward_compat | driver_mismatch | driver_too_old | no_gpu_container | no_gpu |
-    # init_failed | unknown (details["reason"] keeps these spellings)
+    # driver_module_missing | uvm_missing | amd_gpu_not_rocm | init_failed | unknown
+    # (details["reason"] keeps these spellings)
     code: str
     text: str
     remedies: list[Remedy] = field(default_factory=list)
@@ -122,7 +126,21 @@ def _driver_state(facts: Facts) -> Reason | None:
     )
 
 
+def _bus(facts: Facts) -> Reason | None:
+    """What the PCI bus and /dev show when NVML and CUDA cannot: see bus_gpus."""
+    for code, found in (
+        ("driver_module_missing", bus_gpus.unserved_nvidia(facts)),
+        ("amd_gpu_not_rocm", bus_gpus.amd_gpu_unused(facts)),
+    ):
+        if found:
+            return Reason(code, found[0], found[1])
+    return None
+
+
 def _no_gpu(facts: Facts, expect: str) -> Reason:
+    found = _bus(facts)
+    if found:
+        return found
     # A container meant for the CPU (no GPU asked for) gets the CPU-wheel advice instead.
     wanted = container.gpu_requested(facts) or expect == "cuda"
     if facts.container.detected and wanted:
@@ -258,6 +276,9 @@ def _why_unavailable(facts: Facts, expect: str) -> Reason:
         return _unlisted_gpus(facts)
     if not nvml_gpus(facts):
         return _no_gpu(facts, expect)
+    uvm = bus_gpus.uvm_missing(facts)
+    if uvm:
+        return Reason("uvm_missing", uvm[0], uvm[1])
     return _init_failed(facts)
 
 
@@ -304,7 +325,9 @@ def _cuda_build(facts: Facts, ctx: Context, details: dict) -> Verdict:
         problem = Problem("cuda-wheel-no-gpu", Status.WARN, why, fixes)
     else:
         why = f"CUDA is not available: {reason.text}"
-        problem = reason.problem(Status.FAIL, why, reason.remedies)
+        # An AMD GPU left unused breaks nothing unless CUDA was expected.
+        amd = reason.code == "amd_gpu_not_rocm" and ctx.expect == "auto"
+        problem = reason.problem(Status.WARN if amd else Status.FAIL, why, reason.remedies)
     return from_problems([problem], details, "")
 
 
@@ -338,6 +361,10 @@ def _no_cuda_build(facts: Facts, ctx: Context, details: dict) -> Verdict:
         )
         why = f"CUDA expected, but torch is a {variant} build and {which}"
         return from_problems([Problem("cuda-expected", Status.FAIL, why, [fix])], details, "")
+    amd = bus_gpus.amd_gpu_unused(facts)
+    if amd and ctx.expect == "auto":
+        problem = Problem("amd-gpu-not-rocm", Status.WARN, amd[0], amd[1])
+        return from_problems([problem], details, "")
     return verdict(
         Status.SKIP, f"{variant} build of torch and no NVIDIA GPU: CUDA not applicable", details
     )

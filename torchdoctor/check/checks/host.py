@@ -17,10 +17,22 @@ FINDINGS = {
     "threads-oversubscribed": "torch runs more intra-op threads than the CPUs it may use",
     "memory-limit-low": "little memory left under the cgroup memory limit",
     "memory-low": "little RAM available",
+    "open-files-low": "an open-files limit (ulimit -n) too low for DataLoader workers' tensor sharing",
 }
 
 GIB = 1024**3
 LOW_MEMORY_BYTES = 1 * GIB
+
+# RLIMIT_NOFILE. On Linux torch shares CPU tensors between processes by passing one file
+# descriptor per storage (the default "file_descriptor" strategy; macOS only has "file_system"),
+# and both sides keep it open while the storage lives: DataLoader workers' batches then exhaust a
+# small limit ("received 0 items of ancdata", "Too many open files"). The threads that hit it ran
+# under 1024, the usual default soft limit (DonsetPG/graph-physics#22: fixed at >= 2048;
+# Project-MONAI/MONAI#701: 4096; pytorch/pytorch#973, #14768). Below 2048 is warned about; a limit
+# that can be raised only to under 4096 cannot hold the headroom, so file_system is the fix then.
+LOW_OPEN_FILES = 2048
+ENOUGH_OPEN_FILES = 4096
+RAISE_OPEN_FILES_TO = 65536
 
 
 def usable_cpus(host: Host) -> int | None:
@@ -81,6 +93,41 @@ def _memory(host: Host) -> Problem | None:
     )
 
 
+def _open_files(host: Host, system: str | None) -> Problem | None:
+    soft, hard = host.open_files.soft, host.open_files.hard
+    if system != "Linux" or soft is None or soft < 0 or soft >= LOW_OPEN_FILES:
+        return None
+    because = ("host.open_files.soft", "host.open_files.hard") if hard is not None else ()
+    because = because or ("host.open_files.soft",)
+    strategy = Remedy(
+        "Without touching limits: have torch share tensors through named files in /dev/shm instead "
+        "of descriptors, by calling "
+        "torch.multiprocessing.set_sharing_strategy('file_system') right after importing torch.",
+        evidence=because,
+    )
+    why = (
+        f"the open-files limit is {soft} (ulimit -n): DataLoader workers pass each shared tensor "
+        "as a file descriptor and fail with 'received 0 items of ancdata' or 'Too many open files'"
+    )
+    if hard is not None and (hard < 0 or hard >= ENOUGH_OPEN_FILES):
+        target = RAISE_OPEN_FILES_TO if hard < 0 else min(hard, RAISE_OPEN_FILES_TO)
+        raise_soft = Remedy(
+            f"Raise the soft limit (the hard limit allows {'any' if hard < 0 else hard}) in the "
+            "shell that starts training, or in the program with resource.setrlimit.",
+            (f"ulimit -n {target}",),
+            because,
+        )
+        return Problem("open-files-low", Status.WARN, why, [raise_soft, strategy])
+    raise_hard = Remedy(
+        f"The hard limit ({hard if hard is not None else 'unknown'}) is low too: use the "
+        "file_system sharing strategy, or have an administrator raise it: `* hard nofile "
+        f"{RAISE_OPEN_FILES_TO}` in /etc/security/limits.conf (log in again), or "
+        f"`docker run --ulimit nofile={RAISE_OPEN_FILES_TO}:{RAISE_OPEN_FILES_TO}` for a container.",
+        evidence=because,
+    )
+    return Problem("open-files-low", Status.WARN, why, [strategy, raise_hard])
+
+
 def _summary(host: Host, usable: int | None, threads: int | None, workers: int | None) -> str:
     total = host.memory_total_bytes or 0
     limit = host.cgroup.memory_limit_bytes
@@ -121,11 +168,13 @@ def check(facts: Facts, ctx: Context) -> Verdict:
         "memory_limit_bytes": limit,
         "memory_effective_bytes": min(total, limit) if limit else total,
         "dataloader_workers_max": workers,
+        "open_files": host.raw.get("open_files"),
     }
     over = (
         _oversubscribed(threads, usable, workers)
         if threads and usable and threads > usable
         else None
     )
-    problems = [p for p in (over, _memory(host)) if p]
+    files = _open_files(host, facts.platform.system)
+    problems = [p for p in (over, _memory(host), files) if p]
     return from_problems(problems, details, _summary(host, usable, threads, workers))

@@ -22,6 +22,8 @@ class Shm(Record):
     source: Str
     size_bytes: Int
     free_bytes: Int
+    writable: Bool  # os.access(W_OK) for this user; None in older facts
+    read_only: Bool  # mounted ro (/proc/self/mountinfo)
 
 
 @record

@@ -22,6 +22,26 @@ class HostNvidia(Record):
 
 
 @record
+class OpenFiles(Record):
+    """RLIMIT_NOFILE: -1 is unlimited; None where unknown (Windows, older facts)."""
+
+    soft: Int
+    hard: Int
+
+
+@record
+class PciGpu(Record):
+    """A display controller on the PCI bus (sysfs) and the kernel driver bound to it."""
+
+    address: Str
+    vendor: Str  # 0x10de NVIDIA, 0x1002 AMD, 0x8086 Intel
+    device: Str
+    pci_class: Str  # 0x030000 VGA, 0x030200 3D controller
+    driver: Str  # None: no kernel driver serves the device
+    vram_bytes: Int  # amdgpu's mem_info_vram_total; None elsewhere
+
+
+@record
 class HostCpu(Record):
     """The CPU block of a pasted report."""
 
@@ -39,3 +59,6 @@ class Host(Record):
     cgroup: Cgroup
     nvidia: HostNvidia
     cpu: HostCpu
+    open_files: OpenFiles
+    pci_gpus: list[PciGpu] | None  # None: not read (no sysfs, older facts)
+    dev_kfd: Bool  # /dev/kfd, the ROCm compute node
