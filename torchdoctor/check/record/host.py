@@ -22,6 +22,14 @@ class HostNvidia(Record):
 
 
 @record
+class Iommu(Record):
+    """The IOMMU as the kernel set it up: GPU peer-to-peer traffic it translates breaks NCCL."""
+
+    cmdline: list[str] | None  # only the iommu-related options of /proc/cmdline
+    units: list[str] | None  # /sys/class/iommu entries (dmar0, ivhd0): none when it is off
+
+
+@record
 class HostCpu(Record):
     """The CPU block of a pasted report."""
 
@@ -38,4 +46,5 @@ class Host(Record):
     memory_available_bytes: Int
     cgroup: Cgroup
     nvidia: HostNvidia
+    iommu: Iommu
     cpu: HostCpu
