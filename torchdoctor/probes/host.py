@@ -205,6 +205,28 @@ def pci_gpus(root: Path = Path("/")) -> list[dict[str, Any]] | None:
     return gpus
 
 
+# Kernel options that decide whether GPU peer-to-peer traffic is translated by the IOMMU. Only
+# these are kept: the rest of a kernel command line can carry private values.
+IOMMU_OPTIONS = ("intel_iommu=", "amd_iommu=", "iommu=", "iommu.passthrough=", "pci=")
+CMDLINE_MAX_BYTES = 4096
+
+
+def iommu(root: Path = Path("/")) -> dict[str, Any]:
+    """The IOMMU units the kernel registered and the kernel options that configure them; None
+    where unreadable (macOS, Windows, a locked-down /proc)."""
+    try:
+        with open(root / "proc/cmdline", "rb") as f:
+            raw = f.read(CMDLINE_MAX_BYTES).decode(errors="replace")
+        options = [w for w in raw.split() if w.startswith(IOMMU_OPTIONS)][:16]
+    except OSError:
+        options = None
+    try:
+        units = sorted(p.name for p in (root / "sys/class/iommu").iterdir())[:64]
+    except OSError:
+        units = None
+    return {"cmdline": options, "units": units}
+
+
 def selected_env(environ: dict[str, str] | None = None) -> dict[str, str]:
     environ = os.environ if environ is None else environ
     return {k: environ[k] for k in TORCH_ENV_VARS if k in environ}
@@ -227,4 +249,5 @@ def gather(root: Path = Path("/")) -> dict[str, Any]:
         "open_files": open_files_limit(),
         "pci_gpus": pci_gpus(root),
         "dev_kfd": _exists(root / "dev/kfd"),
+        "iommu": iommu(root),
     }

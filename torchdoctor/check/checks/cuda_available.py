@@ -50,6 +50,8 @@ FINDINGS = {
     "driver-module-missing": "an NVIDIA GPU on the PCI bus that no NVIDIA kernel module serves",
     "uvm-missing": "/dev/nvidia0 without /dev/nvidia-uvm: the UVM module is not loaded",
     "amd-gpu-not-rocm": "an AMD GPU beside a CPU or CUDA build of torch: the GPU goes unused",
+    "fabricmanager-missing": "CUDA error 802 on an NVSwitch machine: nvidia-fabricmanager is not running",
+    "container-gpu-lost": "a container lost its GPUs while running (NVML 'Unknown Error')",
     "init-failed": "NVML sees the GPU but CUDA initialisation failed",
     "unexplained": "NVML sees GPUs but torch.cuda.is_available() is False",
     "rocm-no-gpu": "a ROCm build of torch without a usable AMD GPU",
@@ -58,15 +60,17 @@ FINDINGS = {
 }
 
 HIDING_VALUES = ("", "-1", "none", "NoDevFiles")
+# cuInit's 999 after a suspend/resume: the UVM module's state is broken (pytorch#49081, #88639).
+UVM_RELOAD = "sudo rmmod nvidia_uvm && sudo modprobe nvidia_uvm"
 
 
 @dataclass
 class Reason:
     """Why CUDA is unavailable in a CUDA build: a code to decide on, prose, and fixes."""
 
-    # hidden | forward_compat | driver_mismatch | driver_too_old | no_gpu_container | no_gpu |
-    # driver_module_missing | uvm_missing | amd_gpu_not_rocm | init_failed | unknown
-    # (details["reason"] keeps these spellings)
+    # hidden | forward_compat | driver_mismatch | fabricmanager_missing | container_gpu_lost |
+    # driver_too_old | no_gpu_container | no_gpu | driver_module_missing | uvm_missing |
+    # amd_gpu_not_rocm | init_failed | unknown (details["reason"] keeps these spellings)
     code: str
     text: str
     remedies: list[Remedy] = field(default_factory=list)
@@ -100,6 +104,8 @@ def _driver_state(facts: Facts) -> Reason | None:
     for code, found in (
         ("forward_compat", driver_state.forward_compat_problem(facts)),
         ("driver_mismatch", driver_state.nvml_mismatch(facts)),
+        ("fabricmanager_missing", driver_state.fabric_not_ready(facts)),
+        ("container_gpu_lost", driver_state.container_lost_gpu(facts)),
     ):
         if found:
             return Reason(code, found[0], [found[1]])
@@ -163,14 +169,18 @@ def _init_failed(facts: Facts) -> Reason:
     """NVML sees GPUs, CUDA does not: the error torch recorded, else the usual suspects."""
     warnings = " ".join(facts.torch.cuda.warnings)
     if warnings:
+        # rmmod of a module that is not loaded fails, and `&&` would then skip the modprobe.
+        unloaded = facts.host.nvidia.uvm_loaded is False
+        reload = "sudo modprobe nvidia_uvm" if unloaded else UVM_RELOAD
         rem = Remedy(
             "NVML sees the GPU but CUDA cannot initialise: reload the UVM kernel module "
             "(common after suspend) or reboot.",
-            () if facts.platform.wsl else ("sudo rmmod nvidia_uvm && sudo modprobe nvidia_uvm",),
+            () if facts.platform.wsl else (reload,),
             grounded(
                 facts,
                 *(f"torch.cuda.warnings.{i}" for i in range(len(facts.torch.cuda.warnings))),
                 *gpu_paths(facts, "name"),
+                *(("host.nvidia.uvm_loaded",) if unloaded else ()),
             ),
         )
         return Reason("init_failed", f"CUDA initialisation failed: {warnings[:300]}", [rem])
@@ -203,6 +213,21 @@ def _init_failed(facts: Facts) -> Reason:
             ),
         )
     return Reason("unknown", "NVML sees GPUs but torch.cuda.is_available() is False", [fix])
+
+
+def _lost(facts: Facts) -> Reason | None:
+    """A GPU that fell off the bus fails CUDA's initialisation; only a reboot brings it back,
+    reloading modules does not (gpu.health says more)."""
+    lost = [(i, d) for i, d in enumerate(nvml_gpus(facts)) if d.lost]
+    if not lost:
+        return None
+    fix = Remedy(
+        "A GPU fell off the bus (gpu.health has the details): reboot to get it back.",
+        ("sudo dmesg | grep -i xid",),
+        grounded(facts, *(f"nvml.devices.{i}.error" for i, _ in lost)),
+    )
+    who = ", ".join(f"GPU {d.index}" for _, d in lost)
+    return Reason("init_failed", f"{who} fell off the bus (NVML: GPU is lost)", [fix])
 
 
 def _ordinal(facts: Facts) -> Reason | None:
@@ -279,7 +304,7 @@ def _why_unavailable(facts: Facts, expect: str) -> Reason:
     uvm = bus_gpus.uvm_missing(facts)
     if uvm:
         return Reason("uvm_missing", uvm[0], uvm[1])
-    return _init_failed(facts)
+    return _lost(facts) or _init_failed(facts)
 
 
 def _rocm_unavailable(facts: Facts, ctx: Context, details: dict) -> Verdict:

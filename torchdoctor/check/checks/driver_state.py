@@ -19,6 +19,10 @@ NVML_MISMATCH = ("version mismatch", "LibRmVersionMismatch")
 # cudaErrorCompatNotSupportedOnDevice / cudaErrorSystemDriverMismatch as torch prints them.
 ERROR_804 = ("Error 804", "forward compatibility was attempted on non supported HW")
 ERROR_803 = ("Error 803", "unsupported display driver / cuda driver combination")
+# cudaErrorSystemNotReady: on an NVSwitch machine, the fabric was never set up (gpustack#1254).
+ERROR_802 = ("Error 802", "system not yet initialized")
+# NVML's NVML_ERROR_UNKNOWN, as nvidia-smi and pynvml word it.
+NVML_UNKNOWN = ("Unknown Error", "NVMLError_Unknown")
 
 
 def compat_libcuda(facts: Facts) -> LoadedLib | None:
@@ -135,6 +139,8 @@ def nvml_mismatch(facts: Facts) -> tuple[str, Remedy] | None:
          if lib.component == "cuda_driver" and lib.version),
         None,
     )  # fmt: skip
+    if user == kernel:
+        user = None  # the same number twice would contradict "differ"; say only what is known
     return (
         "NVIDIA driver/library version mismatch: the loaded kernel module"
         f"{f' ({kernel})' if kernel else ''} differs from the user-space driver libraries"
@@ -149,4 +155,61 @@ def nvml_mismatch(facts: Facts) -> tuple[str, Remedy] | None:
             ),
             because,
         ),
+    )
+
+
+def nvswitch_nodes(facts: Facts) -> list[str]:
+    """The NVSwitch device nodes (/dev/nvidia-nvswitch*) of an HGX/DGX board."""
+    return [n for n in facts.host.nvidia.dev_nodes if n.startswith("nvidia-nvswitch")]
+
+
+def fabric_not_ready(facts: Facts) -> tuple[str, Remedy] | None:
+    """Error 802 at CUDA initialisation: NVIDIA Fabric Manager is not running (or not of the
+    driver's version, pytorch#129749), so CUDA waits for an NVSwitch fabric that never comes."""
+    because = warning_paths(facts, ERROR_802)
+    if not because:
+        return None
+    driver = kernel_driver(facts) or facts.nvml.driver_version
+    switches = nvswitch_nodes(facts)
+    seen = f" ({len(switches)} NVSwitch device node(s) under /dev)" if switches else ""
+    at = f"exactly the driver's version ({driver})" if driver else "exactly the driver's version"
+    return (
+        "CUDA error 802 (system not yet initialized): on an NVSwitch machine (HGX/DGX)"
+        f"{seen} CUDA cannot start until NVIDIA Fabric Manager has set up the fabric",
+        Remedy(
+            f"Install nvidia-fabricmanager of {at} and start it; the service refuses to run "
+            "when its version differs from the driver's (its status and journal say so).",
+            (
+                "sudo systemctl enable --now nvidia-fabricmanager",
+                "systemctl status nvidia-fabricmanager",
+            ),
+            evidence.present(
+                facts.raw,
+                *because,
+                "nvml.driver_version",
+                *(("host.nvidia.dev_nodes",) if switches else ()),
+            ),
+        ),
+    )
+
+
+def container_lost_gpu(facts: Facts) -> tuple[str, Remedy] | None:
+    """NVML's 'Unknown Error' inside a container that was given GPUs: the host's systemd reloaded
+    the container's device cgroup and took /dev/nvidia* away from it (NVIDIA/nvidia-docker#1730)."""
+    error = facts.nvml.error or ""
+    if not facts.container.detected or not any(s in error for s in NVML_UNKNOWN):
+        return None
+    fix = Remedy(
+        "The GPUs were taken away from this running container (a `systemctl daemon-reload` on the "
+        "host, often by a package update, rewrites its device cgroup). Restart or recreate the "
+        "container. On the host, stop it from happening again: create the /dev/char links runc "
+        "needs, or switch Docker to the cgroupfs driver "
+        '(`"exec-opts": ["native.cgroupdriver=cgroupfs"]` in /etc/docker/daemon.json).',
+        ("sudo nvidia-ctk system create-dev-char-symlinks --create-all",),
+        evidence.present(facts.raw, "nvml.error", "container.detected", "container.kind"),
+    )
+    return (
+        "NVML fails with 'Unknown Error' inside this container: it has lost access to the GPUs "
+        "it was started with",
+        fix,
     )

@@ -42,6 +42,14 @@ class PciGpu(Record):
 
 
 @record
+class Iommu(Record):
+    """The IOMMU as the kernel set it up: GPU peer-to-peer traffic it translates breaks NCCL."""
+
+    cmdline: list[str] | None  # only the iommu-related options of /proc/cmdline
+    units: list[str] | None  # /sys/class/iommu entries (dmar0, ivhd0): none when it is off
+
+
+@record
 class HostCpu(Record):
     """The CPU block of a pasted report."""
 
@@ -58,6 +66,7 @@ class Host(Record):
     memory_available_bytes: Int
     cgroup: Cgroup
     nvidia: HostNvidia
+    iommu: Iommu
     cpu: HostCpu
     open_files: OpenFiles
     pci_gpus: list[PciGpu] | None  # None: not read (no sysfs, older facts)

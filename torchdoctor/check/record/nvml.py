@@ -6,7 +6,7 @@ from typing import Annotated
 
 from torchdoctor.typed_json import Record, Required, Version
 
-from .base import Capability, Int, Str, record
+from .base import Bool, Capability, Int, Str, record
 
 
 @record
@@ -15,6 +15,33 @@ class Pcie(Record):
     gen_max: Int
     width_current: Int
     width_max: Int
+
+
+@record
+class RemappedRows(Record):
+    corrected: Int
+    uncorrected: Int
+    pending: Int  # 1: a remap waits for the GPU's reset
+    failure: Int  # 1: no spare rows left, the GPU needs replacing
+
+
+@record
+class Ecc(Record):
+    """Uncorrectable memory errors; None where the GPU has no ECC or it is off."""
+
+    volatile_uncorrected: Int  # since the last driver load or GPU reset
+    aggregate_uncorrected: Int  # over the GPU's life
+    retired_pages_pending: Int  # 1: a page retirement waits for the GPU's reset (pre-Ampere)
+    remapped_rows: RemappedRows  # Ampere and later
+
+
+@record
+class P2pPair(Record):
+    """What the driver says about peer-to-peer reads between GPUs ``a`` and ``b``."""
+
+    a: Int
+    b: Int
+    read: Str  # ok, not-supported, chipset-not-supported, disabled-by-regkey, ...
 
 
 @record
@@ -29,6 +56,10 @@ class NvmlDevice(Record):
     memory_used_bytes: Int
     mig_mode: Int
     pcie: Pcie
+    ecc: Ecc
+    nvlink_active: Int  # None where the GPU has no NVLink to ask about
+    error: Str  # the GPU did not answer NVML (then the fields above are missing)
+    lost: Bool  # NVML_ERROR_GPU_IS_LOST: fallen off the bus
 
 
 @record
@@ -41,3 +72,4 @@ class Nvml(Record):
     cuda_driver_version: Int
     device_count: Int
     devices: list[NvmlDevice]
+    p2p: list[P2pPair]
