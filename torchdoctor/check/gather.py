@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from ..probes import conda_owner, container, host, nvml, toolchain
+from ..probes import conda_owner, container, host, network, nvml, toolchain
 from ..probes.child import torch_probe
 from ..probes.runner import ProbeRun, child_argv, run_probe
 from ..version import __version__
@@ -189,6 +189,7 @@ def _local_facts(opts: GatherOptions, watch: _Watch, deadline: _Deadline) -> dic
     toolchain_job = _Background(toolchain.gather)
     watch.jobs = [(nvml_job, "the NVIDIA driver (NVML)"), (toolchain_job, "nvcc and c++ --version")]
     host_facts = host.gather()
+    network_facts = network.gather()
     facts: dict[str, Any] = {
         "facts_version": FACTS_VERSION,
         "collected": {
@@ -201,6 +202,7 @@ def _local_facts(opts: GatherOptions, watch: _Watch, deadline: _Deadline) -> dic
         "host": host_facts,
         "toolchain": toolchain_job.result(deadline.left(TOOLCHAIN_TIMEOUT_S), "toolchain"),
         "container": container.gather(),
+        "network": network_facts,
     }
     if opts.interpreter is not None:
         facts["interpreter"] = opts.interpreter

@@ -40,6 +40,28 @@ TORCH_ENV_VARS = (
     "LD_PRELOAD",
     "PYTHONNOUSERSITE",
     "CONDA_PREFIX",
+    # A distributed launch (torchrun, Slurm): hostnames, ports and counts, never credentials.
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "WORLD_SIZE",
+    "RANK",
+    "LOCAL_RANK",
+    "LOCAL_WORLD_SIZE",
+    "GROUP_WORLD_SIZE",
+    "TORCHELASTIC_RUN_ID",
+    "PET_NNODES",
+    "PET_NPROC_PER_NODE",
+    "NNODES",
+    "NCCL_SOCKET_IFNAME",
+    "GLOO_SOCKET_IFNAME",
+    "SLURM_JOB_ID",
+    "SLURM_NNODES",
+    "SLURM_NTASKS",
+    "SLURM_NTASKS_PER_NODE",
+    "SLURM_PROCID",
+    "SLURM_LOCALID",
+    "SLURM_GPUS_ON_NODE",
+    "SLURM_JOB_GPUS",
 )
 
 

@@ -22,6 +22,7 @@ from .base import Collected, Int, record
 from .container import Container
 from .host import Host
 from .interpreter import Interpreter
+from .network import Network
 from .nvml import Nvml
 from .packages import Packages
 from .platform import Platform
@@ -51,6 +52,7 @@ class Facts(Record):
     toolchain: Toolchain
     interpreter: Interpreter
     container: Container
+    network: Network
     report: PastedReport
 
     @property
