@@ -17,6 +17,7 @@ import json
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from torchdoctor.safeio import atomic_write
 
@@ -36,6 +37,31 @@ def threads() -> list[dict]:
 
 def coverage() -> dict[str, dict]:
     return json.loads(COVERAGE.read_text())
+
+
+def _step(node: Any, key: str) -> Any:
+    return node[int(key)] if isinstance(node, list) else node.setdefault(key, {})
+
+
+def case_facts(case: dict) -> str:
+    """The rebuilt machine of a case as the text `check --facts` reads: a recorded file as it
+    is (a facts JSON or a pasted report), or a base facts file with `set` applied: each key a
+    dotted path into it (integer steps index lists, missing tables created), each value the
+    value the thread's machine had there."""
+    text = (ROOT / (case.get("facts") or case["base"])).read_text()
+    if "set" not in case:
+        return text
+    facts = json.loads(text)
+    for path, value in case["set"].items():
+        *parents, last = path.split(".")
+        node = facts
+        for key in parents:
+            node = _step(node, key)
+        if isinstance(node, list):
+            node[int(last)] = value
+        else:
+            node[last] = value
+    return json.dumps(facts, indent=1)
 
 
 def detected(entry: dict) -> str:

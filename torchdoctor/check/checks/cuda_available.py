@@ -144,6 +144,20 @@ def _no_gpu(facts: Facts, expect: str) -> Reason:
 def _init_failed(facts: Facts) -> Reason:
     """NVML sees GPUs, CUDA does not: the error torch recorded, else the usual suspects."""
     warnings = " ".join(facts.torch.cuda.warnings)
+    if warnings and facts.platform.system == "Windows":
+        # No kernel modules to reload on Windows: a clean driver install settled it
+        # (AUTOMATIC1111/stable-diffusion-webui#2986).
+        rem = Remedy(
+            f"Reinstall the NVIDIA driver cleanly ({driver_install_hint(facts)}: the installer's "
+            "'clean installation' option), reboot, and check that nvidia-smi lists the GPU.",
+            ("nvidia-smi",),
+            grounded(
+                facts,
+                *(f"torch.cuda.warnings.{i}" for i in range(len(facts.torch.cuda.warnings))),
+                "platform.system",
+            ),
+        )
+        return Reason("init_failed", f"CUDA initialisation failed: {warnings[:300]}", [rem])
     if warnings:
         rem = Remedy(
             "NVML sees the GPU but CUDA cannot initialise: reload the UVM kernel module "
@@ -167,6 +181,16 @@ def _init_failed(facts: Facts) -> Reason:
             evidence=("torch.build.cuda", "nvml.devices.0.name"),
         )
         why = "torch.cuda.is_available() is False and the report does not show the driver"
+        return Reason("unknown", why, [fix])
+    if facts.container.detected and not facts.container.nvidia.driver_libs.get("libcuda.so.1"):
+        # nvidia-smi works (utility libraries) but CUDA's libcuda is not mounted (LocalAI#11973)
+        fix = Remedy(
+            "libcuda.so.1 is not mounted in this container: start it with the compute "
+            "capability, `docker run --gpus all -e NVIDIA_DRIVER_CAPABILITIES=compute,utility …` "
+            "(the container check says more).",
+            evidence=grounded(facts, "container.detected", "container.nvidia"),
+        )
+        why = "NVML sees GPUs but libcuda.so.1 is not in this container"
         return Reason("unknown", why, [fix])
     if facts.platform.system == "Windows":
         # No /dev/nvidia-uvm on Windows: the driver install itself is the usual suspect.

@@ -51,7 +51,7 @@ def _oversubscribed(threads: int, usable: int, workers: int | None) -> Problem:
     )
 
 
-def _memory(host: Host) -> Problem | None:
+def _memory(host: Host, wsl: bool) -> Problem | None:
     total = host.memory_total_bytes or 0
     limit = host.cgroup.memory_limit_bytes
     available = host.memory_available_bytes or 0
@@ -69,6 +69,22 @@ def _memory(host: Host) -> Problem | None:
                     "Size batches and caches to the container's limit, not the host's RAM; "
                     "exceeding it kills the process (exit 137).",
                     evidence=("host.cgroup.memory_limit_bytes",),
+                )
+            ],
+        )
+    if wsl:
+        # WSL2 gives its VM half the Windows RAM by default (OpenMOSS/MOSS#328).
+        return Problem(
+            "memory-low",
+            Status.WARN,
+            f"only {available / GIB:.2f} GiB RAM available to the WSL2 VM "
+            f"({total / GIB:.1f} GiB in all)",
+            [
+                Remedy(
+                    "WSL2 caps its VM's memory: raise it in %USERPROFILE%\\.wslconfig "
+                    "(`[wsl2]` then `memory=…` and `swap=…`), then run `wsl --shutdown` and start "
+                    "WSL again.",
+                    evidence=("platform.wsl", "host.memory_total_bytes"),
                 )
             ],
         )
@@ -127,5 +143,5 @@ def check(facts: Facts, ctx: Context) -> Verdict:
         if threads and usable and threads > usable
         else None
     )
-    problems = [p for p in (over, _memory(host)) if p]
+    problems = [p for p in (over, _memory(host, bool(facts.platform.wsl))) if p]
     return from_problems(problems, details, _summary(host, usable, threads, workers))
