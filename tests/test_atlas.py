@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import json
 import sys
+
 import pytest
 
 from .conftest import REPO, run_cli
 
 sys.path.insert(0, str(REPO / "scripts"))
-import atlas  # noqa: E402
+import atlas
 
 ROWS = atlas.threads()
 COVERAGE = atlas.coverage()
@@ -83,4 +84,3 @@ def test_coverage_entries_name_only_finding_ids_the_checks_declare():
     for cls, entry in COVERAGE.items():
         for fid in entry.get("findings", []):
             assert fid in ids, (cls, fid)
-
