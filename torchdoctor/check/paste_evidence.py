@@ -114,6 +114,12 @@ PATTERNS: dict[str, tuple[re.Pattern[str], Parser]] = {
         _mps,
     ),
     "numpy-missing": (re.compile(r"Failed to initialize NumPy: No module named 'numpy'"), _none),
+    "nccl-not-built": (re.compile(r"Distributed package doesn't have NCCL built in"), _none),
+    "mps-op-missing": (
+        re.compile(r"operator '?(aten::[\w.]{1,80})'? is not currently implemented for the MPS"),
+        _operator,
+    ),
+    "mps-out-of-memory": (re.compile(r"MPS backend out of memory"), _none),
 }
 
 
