@@ -79,8 +79,28 @@ def _driver_too_old(facts: Facts) -> bool:
     return bool(driver and cuda and compat.driver_support(driver, cuda) == "too_old")
 
 
+def _past_the_last(cvd: str, gpus: int) -> bool:
+    """Every entry an index this machine does not have: CUDA sees none (jiaw-z/CoR-GS#23, a
+    script's CUDA_VISIBLE_DEVICES=1 on a one-GPU machine)."""
+    entries = [e.strip() for e in cvd.split(",") if e.strip()]
+    return bool(gpus and entries) and all(e.isdigit() and int(e) >= gpus for e in entries)
+
+
 def _hidden(facts: Facts) -> Reason | None:
     cvd = facts.env.get("CUDA_VISIBLE_DEVICES")
+    gpus = len(nvml_gpus(facts))
+    if cvd is not None and _past_the_last(cvd, gpus):
+        fix = Remedy(
+            f"This machine has {gpus} GPU(s), numbered from 0: set CUDA_VISIBLE_DEVICES to "
+            "indexes below that (or unset it), in the shell and in any script that sets it.",
+            ("nvidia-smi -L",),
+            grounded(
+                facts, "env.CUDA_VISIBLE_DEVICES", "nvml.device_count", *gpu_paths(facts, "name")
+            ),
+        )
+        return Reason(
+            "hidden", f"CUDA_VISIBLE_DEVICES={cvd!r} names no GPU this machine has", [fix]
+        )
     if cvd is None or cvd.strip() not in HIDING_VALUES:
         return None
     fix = Remedy(

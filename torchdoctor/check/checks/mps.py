@@ -53,15 +53,23 @@ def min_macos(torch_version: str | None) -> tuple[int, int] | None:
     return OLD_MIN_MACOS if v < (2, 6) else MIN_MACOS
 
 
-def _off_macos(system: str | None, ctx: Context) -> Verdict:
+def _off_macos(facts: Facts, ctx: Context) -> Verdict:
     status = Status.FAIL if ctx.expect == "mps" else Status.SKIP
+    system = facts.platform.system
+    fix = Remedy("MPS needs a Mac with Apple Silicon.", evidence=("platform.system",))
+    if facts.container.detected:
+        # Docker Desktop on a Mac runs a Linux VM: Metal does not reach it
+        # (sonoisa/arm64-docker-pytorch-tensorflow#3).
+        fix = Remedy(
+            "Metal does not reach Linux containers or VMs, even on a Mac: run torch natively on "
+            "macOS to use MPS; inside the container only the CPU is there.",
+            evidence=grounded(facts, "platform.system", "container.detected"),
+        )
     return verdict(
         status,
         f"MPS exists only on macOS (this is {system or 'unknown'})",
         {},
-        [Remedy("MPS needs a Mac with Apple Silicon.", evidence=("platform.system",))]
-        if status == Status.FAIL
-        else [],
+        [fix] if status == Status.FAIL else [],
     )
 
 
@@ -173,7 +181,7 @@ def _backend(facts: Facts, details: dict[str, Any], bad: Status) -> Verdict:
 def check(facts: Facts, ctx: Context) -> Verdict:
     system = facts.platform.system
     if system != "Darwin":
-        return _off_macos(system, ctx)
+        return _off_macos(facts, ctx)
     if not torch_ok(facts):
         return verdict(Status.SKIP, "torch could not be examined; see torch.install")
     stuck = probe_stuck(facts, ("mps",))
