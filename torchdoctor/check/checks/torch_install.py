@@ -135,6 +135,22 @@ def _import_error(facts: Facts) -> Verdict:
                 (*because, "env.LD_LIBRARY_PATH"),
             )
         ]
+    elif lib and "cannot open shared object file" in message and facts.platform.jetson:
+        # Jetson wheels link against the CUDA of one JetPack release (pytorch/pytorch#41975,
+        # libcufft.so.10.0 on JetPack 4.4) or libraries JetPack leaves out (NVIDIA/Isaac-GR00T#343,
+        # libcudss.so.0): PyPI and the PyTorch indexes have no wheel to reinstall from.
+        details["missing_library"] = lib.group(1)
+        release = (facts.platform.jetson or "").lstrip("# ").split(", GCID")[0]
+        remedies = [
+            Remedy(
+                f"This torch wheel needs {lib.group(1)}, which this JetPack ({release}) does not "
+                "provide: install the wheel NVIDIA builds for this JetPack release (NVIDIA's "
+                "'PyTorch for Jetson' page or the jetson-ai-lab index for your JetPack), or add "
+                "the missing library from NVIDIA's CUDA apt repository for Jetson (cuDSS: "
+                "`sudo apt-get install cudss`).",
+                evidence=(*because, *grounded(facts, "platform.jetson")),
+            )
+        ]
     elif lib and "cannot open shared object file" in message:
         details["missing_library"] = lib.group(1)
         remedies = [
