@@ -7,9 +7,10 @@ import re
 from torchdoctor.data import compat
 from torchdoctor.report.result import Problem, Remedy, Status, Verdict, from_problems, verdict
 
+from ..collect_env import NO_REASON
 from ..record import Facts
 from ..record.probe import TorchProbe
-from . import companions, other_pythons
+from . import companions, import_errors, other_pythons
 from .common import (
     Context,
     current_variant,
@@ -126,7 +127,12 @@ def _import_error(facts: Facts) -> Verdict:
     lib = _LIB.search(message)
     remedies: list[Remedy]
     because = grounded(facts, "torch.error.message", "torch.error.type", "torch.status")
-    if "undefined symbol" in message and "LD_LIBRARY_PATH" in facts.env:
+    beside = import_errors.mkl_symbol(facts, message, because)
+    beside = beside or import_errors.libstdcxx(facts, message, because)
+    beside = beside or import_errors.foreign_nvidia(facts, message, because)
+    if beside:
+        remedies = beside
+    elif "undefined symbol" in message and "LD_LIBRARY_PATH" in facts.env:
         remedies = [
             Remedy(
                 "A library on LD_LIBRARY_PATH (often a system CUDA) shadows the one torch's wheel "
@@ -180,7 +186,7 @@ def _import_error(facts: Facts) -> Verdict:
                 because,
             )
         ]
-    if facts.collected.source == "collect_env":
+    if facts.collected.source == "collect_env" and (err and err.message) == NO_REASON:
         # The report says only that the import failed: the error itself comes first.
         python = pip.removesuffix(" -m pip")
         why = "Run the import by hand to see the error."
