@@ -10,7 +10,7 @@ from torchdoctor.report.evidence import words
 from torchdoctor.report.result import Problem, Remedy, Status, Verdict, from_problems, verdict
 
 from ..record import Facts
-from . import container, driver_state
+from . import conda_build, container, driver_state
 from .common import (
     NO_CUDA_ON_MACOS,
     Context,
@@ -361,11 +361,9 @@ def _no_cuda_build(facts: Facts, ctx: Context, details: dict) -> Verdict:
             f"a {variant}-only build of torch is installed, but this machine has "
             f"{len(gpus)} NVIDIA GPU(s): {names}"
         )
-        fixes = wheel_fixes(
-            facts,
-            None,
-            "Torch says 'Torch not compiled with CUDA enabled'.",
-            grounded(facts, "torch.build.variant", *gpu_paths(facts, "name")),
+        because = grounded(facts, "torch.build.variant", *gpu_paths(facts, "name"))
+        fixes = conda_build.cpu_build_fixes(facts, because) or wheel_fixes(
+            facts, None, "Torch says 'Torch not compiled with CUDA enabled'.", because
         )
         return from_problems([Problem("cpu-build-on-gpu", Status.FAIL, why, fixes)], details, "")
     if ctx.expect == "cuda":
