@@ -226,7 +226,9 @@ def packages_facts(fields: dict[str, str]) -> dict[str, Any]:
             continue
         tool, rest = m.groups()
         if tool == "conda":
-            parts = rest.split()
+            # conda list marks a tracked feature in brackets ("py3.8_cpu_0 [cpuonly] pytorch"):
+            # a column of its own that is neither the build nor the channel.
+            parts = [p for p in rest.split() if not p.startswith("[")]
             if len(parts) >= 2:
                 rec = {"version": parts[1]}
                 if len(parts) >= 4:
@@ -312,6 +314,9 @@ def _published_archs(version: str) -> list[str]:
     return list(compat.arch_list(compat.torch_minor(version) or "", tag))
 
 
+NO_REASON = "collect_env could not import torch (the report does not say why)"
+
+
 def _no_torch(dists: dict[str, Any], listed: bool) -> dict[str, Any]:
     """collect_env prints N/A when `import torch` failed, installed or not: a package list
     without torch says which; else the import failed (the pasted traceback may say why)."""
@@ -321,7 +326,7 @@ def _no_torch(dists: dict[str, Any], listed: bool) -> dict[str, Any]:
         "status": "import_error",
         "error": {
             "type": "ImportError",
-            "message": "collect_env could not import torch (the report does not say why)",
+            "message": NO_REASON,
         },
     }
 
@@ -494,13 +499,22 @@ def _no_torch_words(status: str | None) -> str:
     )
 
 
+# The loader's errors that, beside a report that could not import torch, are why.
+_IMPORT_ERRORS = ("library-missing", "symbol-version-missing", "undefined-symbol")
+
+
 def with_evidence(torch: dict[str, Any], evidence: list[dict[str, Any]]) -> dict[str, Any]:
     """torch's own warning names an incompatible GPU's capability and the wheel's arch list:
     the arch list is the build's, the capability the device's (by name)."""
     _cuda_warnings(torch, evidence)
-    missing = next((e for e in evidence if e["kind"] == "library-missing"), None)
+    missing = next((e for e in evidence if e["kind"] in _IMPORT_ERRORS), None)
     if missing and torch.get("status") == "import_error":
-        torch["error"] = {"type": "ImportError", "message": missing["line"]}
+        kind, _, rest = missing["line"].partition(": ")
+        named = kind in ("ImportError", "OSError")  # the line names its exception: keep it apart
+        torch["error"] = {
+            "type": kind if named else "ImportError",
+            "message": rest if named else missing["line"],
+        }
     for e in evidence:
         if e["kind"] != "arch-unsupported":
             continue

@@ -43,6 +43,10 @@ def _library(m: re.Match[str]) -> dict[str, Any]:
     return {"library": m.group(1)}
 
 
+def _symbol(m: re.Match[str]) -> dict[str, Any]:
+    return {"symbol": m.group(1)}
+
+
 def _operator(m: re.Match[str]) -> dict[str, Any]:
     return {"operator": m.group(1)}
 
@@ -92,6 +96,13 @@ PATTERNS: dict[str, tuple[re.Pattern[str], Parser]] = {
         re.compile(r"(lib[\w+-]{1,60}\.so(?:\.\d+){0,3}): cannot open shared object file"),
         _library,
     ),
+    # The loader's words when a library beside torch is too old or the wrong build (an import
+    # error's cause: GLIBCXX_3.4.30 from libstdc++, iJIT_NotifyEvent from MKL).
+    "symbol-version-missing": (
+        re.compile(r"version `?((?:GLIBCXX|GLIBC|CXXABI)_[\d.]{1,12})'? not found"),
+        _symbol,
+    ),
+    "undefined-symbol": (re.compile(r"\.so[.\d]{0,12}: undefined symbol: (\w{1,200})"), _symbol),
     "operator-missing": (
         re.compile(r"(?:operator|No such operator) (torchvision::\w{1,40})(?: does not exist|$)"),
         _operator,
@@ -114,6 +125,12 @@ PATTERNS: dict[str, tuple[re.Pattern[str], Parser]] = {
         _mps,
     ),
     "numpy-missing": (re.compile(r"Failed to initialize NumPy: No module named 'numpy'"), _none),
+    "nccl-not-built": (re.compile(r"Distributed package doesn't have NCCL built in"), _none),
+    "mps-op-missing": (
+        re.compile(r"operator '?(aten::[\w.]{1,80})'? is not currently implemented for the MPS"),
+        _operator,
+    ),
+    "mps-out-of-memory": (re.compile(r"MPS backend out of memory"), _none),
 }
 
 

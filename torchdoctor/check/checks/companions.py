@@ -95,6 +95,9 @@ def _variant(facts: Facts, pkg: str, version: str, torch_version: str) -> str | 
         return None
     if pkg not in ("torchvision", "torchaudio"):
         return None
+    own = facts.packages.conda.get(pkg)
+    if own and own.channel and own.channel != "pypi":
+        return None  # a conda build: its variant is in its build string, not PyPI's table
     system = facts.platform.system
     ours, theirs = current_variant(facts), variant_of(version, torch_version, system)
     if ours and theirs and ours != theirs:

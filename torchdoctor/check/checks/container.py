@@ -278,9 +278,12 @@ def _judge_gpu(c: Container, facts: Facts, ctx: Context) -> Problem | None:
             "the image carries CUDA libraries it cannot use",
             _cpu_wheel_remedies(facts),
         )
-    if not libcuda and not nvml_gpus(facts) and not facts.torch.cuda.available:
-        missing = (caps or "unset (= utility)").lower()
-        if "all" in missing or "compute" in missing:
+    missing = (caps or "unset (= utility)").lower()
+    no_compute = "all" not in missing and "compute" not in missing
+    # NVML (the utility capability) may work while libcuda (compute) is not mounted: nvidia-smi
+    # answers and CUDA does not (mudler/LocalAI#11973).
+    if not libcuda and (no_compute or not nvml_gpus(facts)) and not facts.torch.cuda.available:
+        if not no_compute:
             why = "the driver library libcuda.so.1 is not mounted"
         else:
             why = f"NVIDIA_DRIVER_CAPABILITIES={missing} lacks 'compute', so libcuda.so.1 is not mounted"

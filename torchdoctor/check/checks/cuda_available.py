@@ -10,7 +10,7 @@ from torchdoctor.report.evidence import words
 from torchdoctor.report.result import Problem, Remedy, Status, Verdict, from_problems, verdict
 
 from ..record import Facts
-from . import bus_gpus, container, driver_state
+from . import bus_gpus, conda_build, container, driver_state
 from .common import (
     NO_CUDA_ON_MACOS,
     Context,
@@ -87,8 +87,28 @@ def _driver_too_old(facts: Facts) -> bool:
     return bool(driver and cuda and compat.driver_support(driver, cuda) == "too_old")
 
 
+def _past_the_last(cvd: str, gpus: int) -> bool:
+    """Every entry an index this machine does not have: CUDA sees none (jiaw-z/CoR-GS#23, a
+    script's CUDA_VISIBLE_DEVICES=1 on a one-GPU machine)."""
+    entries = [e.strip() for e in cvd.split(",") if e.strip()]
+    return bool(gpus and entries) and all(e.isdigit() and int(e) >= gpus for e in entries)
+
+
 def _hidden(facts: Facts) -> Reason | None:
     cvd = facts.env.get("CUDA_VISIBLE_DEVICES")
+    gpus = len(nvml_gpus(facts))
+    if cvd is not None and _past_the_last(cvd, gpus):
+        fix = Remedy(
+            f"This machine has {gpus} GPU(s), numbered from 0: set CUDA_VISIBLE_DEVICES to "
+            "indexes below that (or unset it), in the shell and in any script that sets it.",
+            ("nvidia-smi -L",),
+            grounded(
+                facts, "env.CUDA_VISIBLE_DEVICES", "nvml.device_count", *gpu_paths(facts, "name")
+            ),
+        )
+        return Reason(
+            "hidden", f"CUDA_VISIBLE_DEVICES={cvd!r} names no GPU this machine has", [fix]
+        )
     if cvd is None or cvd.strip() not in HIDING_VALUES:
         return None
     fix = Remedy(
@@ -168,6 +188,20 @@ def _no_gpu(facts: Facts, expect: str) -> Reason:
 def _init_failed(facts: Facts) -> Reason:
     """NVML sees GPUs, CUDA does not: the error torch recorded, else the usual suspects."""
     warnings = " ".join(facts.torch.cuda.warnings)
+    if warnings and facts.platform.system == "Windows":
+        # No kernel modules to reload on Windows: a clean driver install settled it
+        # (AUTOMATIC1111/stable-diffusion-webui#2986).
+        rem = Remedy(
+            f"Reinstall the NVIDIA driver cleanly ({driver_install_hint(facts)}: the installer's "
+            "'clean installation' option), reboot, and check that nvidia-smi lists the GPU.",
+            ("nvidia-smi",),
+            grounded(
+                facts,
+                *(f"torch.cuda.warnings.{i}" for i in range(len(facts.torch.cuda.warnings))),
+                "platform.system",
+            ),
+        )
+        return Reason("init_failed", f"CUDA initialisation failed: {warnings[:300]}", [rem])
     if warnings:
         # rmmod of a module that is not loaded fails, and `&&` would then skip the modprobe.
         unloaded = facts.host.nvidia.uvm_loaded is False
@@ -195,6 +229,16 @@ def _init_failed(facts: Facts) -> Reason:
             evidence=("torch.build.cuda", "nvml.devices.0.name"),
         )
         why = "torch.cuda.is_available() is False and the report does not show the driver"
+        return Reason("unknown", why, [fix])
+    if facts.container.detected and not facts.container.nvidia.driver_libs.get("libcuda.so.1"):
+        # nvidia-smi works (utility libraries) but CUDA's libcuda is not mounted (LocalAI#11973)
+        fix = Remedy(
+            "libcuda.so.1 is not mounted in this container: start it with the compute "
+            "capability, `docker run --gpus all -e NVIDIA_DRIVER_CAPABILITIES=compute,utility …` "
+            "(the container check says more).",
+            evidence=grounded(facts, "container.detected", "container.nvidia"),
+        )
+        why = "NVML sees GPUs but libcuda.so.1 is not in this container"
         return Reason("unknown", why, [fix])
     if facts.platform.system == "Windows":
         # No /dev/nvidia-uvm on Windows: the driver install itself is the usual suspect.
@@ -365,11 +409,9 @@ def _no_cuda_build(facts: Facts, ctx: Context, details: dict) -> Verdict:
             f"a {variant}-only build of torch is installed, but this machine has "
             f"{len(gpus)} NVIDIA GPU(s): {names}"
         )
-        fixes = wheel_fixes(
-            facts,
-            None,
-            "Torch says 'Torch not compiled with CUDA enabled'.",
-            grounded(facts, "torch.build.variant", *gpu_paths(facts, "name")),
+        because = grounded(facts, "torch.build.variant", *gpu_paths(facts, "name"))
+        fixes = conda_build.cpu_build_fixes(facts, because) or wheel_fixes(
+            facts, None, "Torch says 'Torch not compiled with CUDA enabled'.", because
         )
         return from_problems([Problem("cpu-build-on-gpu", Status.FAIL, why, fixes)], details, "")
     if ctx.expect == "cuda":

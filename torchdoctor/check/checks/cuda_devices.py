@@ -9,6 +9,7 @@ from torchdoctor.data import archs, compat
 from torchdoctor.report.result import Problem, Remedy, Status, Verdict, from_problems, verdict
 
 from ..record import Facts
+from . import pasted_errors
 from .common import (
     EVER_FLOOR,
     Context,
@@ -38,6 +39,7 @@ FINDINGS = {
     "ptx-only": "a GPU the wheel runs only through PTX JIT",
     "memory-held": "another process holds most of a GPU's memory",
     "gpus-missing": "NVML sees more GPUs than torch",
+    "ordinal-out-of-range": "a pasted 'invalid device ordinal': the code named a GPU index past the last",
 }
 
 MIB = 1024 * 1024
@@ -293,9 +295,12 @@ def check(facts: Facts, ctx: Context) -> Verdict:
             found.append(_arch_problem(facts, d, arch_list, devices))
         found.append(_memory_problem(facts, d))
     found.append(_missing_gpus(facts, source, len(devices)))
+    found.append(pasted_errors.ordinal_problem(facts, len(devices)))
     # CUDA_DEVICE_ORDER on mixed-GPU hosts is judged by the env check, once.
     details = {"source": source, "arch_list": arch_list, "devices": [d.row for d in devices]}
-    details |= quoted(pasted(facts, "arch-unsupported", "no-kernel-image"))
+    details |= quoted(
+        pasted(facts, "arch-unsupported", "no-kernel-image", "invalid-device-ordinal")
+    )
     summary = "; ".join(_row(d) for d in devices)
     # Failures first, so the summary leads with what breaks.
     problems = sorted((p for p in found if p), key=lambda p: -p.status.rank)

@@ -5,11 +5,14 @@ from __future__ import annotations
 from torchdoctor.report.result import Problem, Remedy, Status, Verdict, from_problems, verdict
 
 from ..record import Facts
+from . import pasted_errors
 from .common import (
     Context,
     current_variant,
     grounded,
     nvml_gpus,
+    pasted,
+    quoted,
     reinstall_torch,
     torch_ok,
     torch_unavailable,
@@ -76,6 +79,9 @@ def check(facts: Facts, ctx: Context) -> Verdict:
     if not torch_ok(facts):
         return torch_unavailable(facts)
     build = facts.torch.build
+    asked = pasted_errors.nccl_problem(facts)
+    if asked:
+        return from_problems([asked], quoted(pasted(facts, "nccl-not-built")), "")
     if build.distributed is None:
         return verdict(Status.SKIP, "these facts do not say whether torch.distributed is built")
     gpus = len(nvml_gpus(facts))

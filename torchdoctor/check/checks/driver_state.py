@@ -141,12 +141,18 @@ def nvml_mismatch(facts: Facts) -> tuple[str, Remedy] | None:
     )  # fmt: skip
     if user == kernel:
         user = None  # the same number twice would contradict "differ"; say only what is known
-    return (
-        "NVIDIA driver/library version mismatch: the loaded kernel module"
-        f"{f' ({kernel})' if kernel else ''} differs from the user-space driver libraries"
-        f"{f' ({user})' if user else ''}, "
-        "usually after a driver update without a reboot",
-        Remedy(
+    if facts.container.detected:
+        # In a container the toolkit mounts the host's libraries: a mismatch means a driver was
+        # installed into the image (hpc-admin-sist/DockerMonitor#42); rebooting does not help.
+        fix = Remedy(
+            "Inside a container the NVIDIA driver libraries must be the host's, mounted by the "
+            "NVIDIA Container Toolkit: remove the NVIDIA driver packages installed in this "
+            "container (or image) and recreate it; for a torch that wants a newer CUDA, install "
+            "a torch built for the host's driver rather than a driver in the container.",
+            evidence=(*because, *evidence.present(facts.raw, "container.detected")),
+        )
+    else:
+        fix = Remedy(
             "The new driver is installed but the old kernel module is still loaded. Reboot, or "
             "stop everything using the GPU and reload the nvidia modules; do not reinstall the driver.",
             (
@@ -154,7 +160,13 @@ def nvml_mismatch(facts: Facts) -> tuple[str, Remedy] | None:
                 "&& sudo modprobe nvidia_uvm",
             ),
             because,
-        ),
+        )
+    return (
+        "NVIDIA driver/library version mismatch: the loaded kernel module"
+        f"{f' ({kernel})' if kernel else ''} differs from the user-space driver libraries"
+        f"{f' ({user})' if user else ''}, "
+        "usually after a driver update without a reboot",
+        fix,
     )
 
 

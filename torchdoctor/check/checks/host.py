@@ -63,7 +63,7 @@ def _oversubscribed(threads: int, usable: int, workers: int | None) -> Problem:
     )
 
 
-def _memory(host: Host) -> Problem | None:
+def _memory(host: Host, wsl: bool) -> Problem | None:
     total = host.memory_total_bytes or 0
     limit = host.cgroup.memory_limit_bytes
     available = host.memory_available_bytes or 0
@@ -81,6 +81,22 @@ def _memory(host: Host) -> Problem | None:
                     "Size batches and caches to the container's limit, not the host's RAM; "
                     "exceeding it kills the process (exit 137).",
                     evidence=("host.cgroup.memory_limit_bytes",),
+                )
+            ],
+        )
+    if wsl:
+        # WSL2 gives its VM half the Windows RAM by default (OpenMOSS/MOSS#328).
+        return Problem(
+            "memory-low",
+            Status.WARN,
+            f"only {available / GIB:.2f} GiB RAM available to the WSL2 VM "
+            f"({total / GIB:.1f} GiB in all)",
+            [
+                Remedy(
+                    "WSL2 caps its VM's memory: raise it in %USERPROFILE%\\.wslconfig "
+                    "(`[wsl2]` then `memory=…` and `swap=…`), then run `wsl --shutdown` and start "
+                    "WSL again.",
+                    evidence=("platform.wsl", "host.memory_total_bytes"),
                 )
             ],
         )
@@ -176,5 +192,5 @@ def check(facts: Facts, ctx: Context) -> Verdict:
         else None
     )
     files = _open_files(host, facts.platform.system)
-    problems = [p for p in (over, _memory(host), files) if p]
+    problems = [p for p in (over, _memory(host, bool(facts.platform.wsl)), files) if p]
     return from_problems(problems, details, _summary(host, usable, threads, workers))

@@ -5,17 +5,20 @@ from __future__ import annotations
 from typing import Any
 
 from torchdoctor.data import compat
-from torchdoctor.report.result import Remedy, Status, Verdict, verdict
+from torchdoctor.report.result import Remedy, Status, Verdict, from_problems, verdict
 
 from ..record import Facts
+from . import pasted_errors
 from .common import (
     Context,
     grounded,
     not_in_report,
+    pasted,
     pinned_family,
     probe_stuck,
     python_cmd,
     quote,
+    quoted,
     torch_ok,
 )
 
@@ -31,6 +34,13 @@ MIN_MACOS = (14, 0)  # torch ≥ 2.6 requires macOS 14 for MPS (older releases: 
 # MPS arrived in torch 1.12 needing macOS 12.3; releases before 2.6 kept that floor.
 FIRST_MPS_RELEASE = (1, 12)
 OLD_MIN_MACOS = (12, 3)
+FINDINGS = {
+    "op-not-implemented": "a pasted NotImplementedError: an operator without an MPS kernel",
+    "out-of-memory": "a pasted 'MPS backend out of memory': the allocator's watermark cap",
+}
+# the facts every MPS remedy rests on: which Mac, which Python, which torch
+MAC = ("platform.system", "platform.machine", "platform.mac_ver", "platform.rosetta")
+MAC += ("torch.version", "torch.mps")
 
 
 def min_macos(torch_version: str | None) -> tuple[int, int] | None:
@@ -43,15 +53,23 @@ def min_macos(torch_version: str | None) -> tuple[int, int] | None:
     return OLD_MIN_MACOS if v < (2, 6) else MIN_MACOS
 
 
-def _off_macos(system: str | None, ctx: Context) -> Verdict:
+def _off_macos(facts: Facts, ctx: Context) -> Verdict:
     status = Status.FAIL if ctx.expect == "mps" else Status.SKIP
+    system = facts.platform.system
+    fix = Remedy("MPS needs a Mac with Apple Silicon.", evidence=("platform.system",))
+    if facts.container.detected:
+        # Docker Desktop on a Mac runs a Linux VM: Metal does not reach it
+        # (sonoisa/arm64-docker-pytorch-tensorflow#3).
+        fix = Remedy(
+            "Metal does not reach Linux containers or VMs, even on a Mac: run torch natively on "
+            "macOS to use MPS; inside the container only the CPU is there.",
+            evidence=grounded(facts, "platform.system", "container.detected"),
+        )
     return verdict(
         status,
         f"MPS exists only on macOS (this is {system or 'unknown'})",
         {},
-        [Remedy("MPS needs a Mac with Apple Silicon.", evidence=("platform.system",))]
-        if status == Status.FAIL
-        else [],
+        [fix] if status == Status.FAIL else [],
     )
 
 
@@ -65,15 +83,7 @@ def _too_old(facts: Facts, details: dict[str, Any], bad: Status) -> Verdict | No
             [
                 Remedy(
                     "Install an arm64 Python and recreate the environment.",
-                    evidence=grounded(
-                        facts,
-                        "platform.system",
-                        "platform.machine",
-                        "platform.mac_ver",
-                        "platform.rosetta",
-                        "torch.version",
-                        "torch.mps",
-                    ),
+                    evidence=grounded(facts, *MAC),
                 )
             ],
         )
@@ -96,15 +106,7 @@ def _too_old(facts: Facts, details: dict[str, Any], bad: Status) -> Verdict | No
             [
                 Remedy(
                     f"Upgrade torch (1.12 or later){also} to use the GPU of this Apple Silicon Mac.",
-                    evidence=grounded(
-                        facts,
-                        "platform.system",
-                        "platform.machine",
-                        "platform.mac_ver",
-                        "platform.rosetta",
-                        "torch.version",
-                        "torch.mps",
-                    ),
+                    evidence=grounded(facts, *MAC),
                 )
             ],
         )
@@ -113,15 +115,7 @@ def _too_old(facts: Facts, details: dict[str, Any], bad: Status) -> Verdict | No
             Remedy(
                 "Upgrade macOS.",
                 ("softwareupdate --list",),
-                evidence=grounded(
-                    facts,
-                    "platform.system",
-                    "platform.machine",
-                    "platform.mac_ver",
-                    "platform.rosetta",
-                    "torch.version",
-                    "torch.mps",
-                ),
+                evidence=grounded(facts, *MAC),
             )
         ]
         if macv >= OLD_MIN_MACOS:
@@ -129,15 +123,7 @@ def _too_old(facts: Facts, details: dict[str, Any], bad: Status) -> Verdict | No
                 Remedy(
                     "Or keep this macOS with torch 2.5, the last release whose MPS needs only 12.3.",
                     (f"{python_cmd(facts)} install {quote(facts, 'torch==2.5.*')}",),
-                    evidence=grounded(
-                        facts,
-                        "platform.system",
-                        "platform.machine",
-                        "platform.mac_ver",
-                        "platform.rosetta",
-                        "torch.version",
-                        "torch.mps",
-                    ),
+                    evidence=grounded(facts, *MAC),
                 )
             )
         return verdict(
@@ -170,15 +156,7 @@ def _backend(facts: Facts, details: dict[str, Any], bad: Status) -> Verdict:
                     (
                         f"{python_cmd(facts)} install --force-reinstall {' '.join(pinned_family(facts))}",
                     ),
-                    evidence=grounded(
-                        facts,
-                        "platform.system",
-                        "platform.machine",
-                        "platform.mac_ver",
-                        "platform.rosetta",
-                        "torch.version",
-                        "torch.mps",
-                    ),
+                    evidence=grounded(facts, *MAC),
                 )
             ],
         )
@@ -190,15 +168,7 @@ def _backend(facts: Facts, details: dict[str, Any], bad: Status) -> Verdict:
             [
                 Remedy(
                     "MPS needs Apple Silicon and a Metal-capable macOS session.",
-                    evidence=grounded(
-                        facts,
-                        "platform.system",
-                        "platform.machine",
-                        "platform.mac_ver",
-                        "platform.rosetta",
-                        "torch.version",
-                        "torch.mps",
-                    ),
+                    evidence=grounded(facts, *MAC),
                 )
             ],
         )
@@ -211,7 +181,7 @@ def _backend(facts: Facts, details: dict[str, Any], bad: Status) -> Verdict:
 def check(facts: Facts, ctx: Context) -> Verdict:
     system = facts.platform.system
     if system != "Darwin":
-        return _off_macos(system, ctx)
+        return _off_macos(facts, ctx)
     if not torch_ok(facts):
         return verdict(Status.SKIP, "torch could not be examined; see torch.install")
     stuck = probe_stuck(facts, ("mps",))
@@ -229,6 +199,10 @@ def check(facts: Facts, ctx: Context) -> Verdict:
     blocked = _too_old(facts, details, bad)
     if blocked:
         return blocked
+    said = pasted_errors.mps_problems(facts)
+    if said:
+        found = quoted(pasted(facts, "mps-op-missing", "mps-out-of-memory"))
+        return from_problems(said, details | found, "")
     gap = not_in_report(facts, ("torch.mps",))
     if gap:
         floor = min_macos(facts.torch.version) or MIN_MACOS

@@ -7,9 +7,10 @@ import re
 from torchdoctor.data import compat
 from torchdoctor.report.result import Problem, Remedy, Status, Verdict, from_problems, verdict
 
+from ..collect_env import NO_REASON
 from ..record import Facts
 from ..record.probe import TorchProbe
-from . import companions, other_pythons, torch_owners
+from . import companions, import_errors, other_pythons, torch_owners
 from .common import (
     Context,
     current_variant,
@@ -126,13 +127,34 @@ def _import_error(facts: Facts) -> Verdict:
     lib = _LIB.search(message)
     remedies: list[Remedy]
     because = grounded(facts, "torch.error.message", "torch.error.type", "torch.status")
-    if "undefined symbol" in message and "LD_LIBRARY_PATH" in facts.env:
+    beside = import_errors.mkl_symbol(facts, message, because)
+    beside = beside or import_errors.libstdcxx(facts, message, because)
+    beside = beside or import_errors.foreign_nvidia(facts, message, because)
+    if beside:
+        remedies = beside
+    elif "undefined symbol" in message and "LD_LIBRARY_PATH" in facts.env:
         remedies = [
             Remedy(
                 "A library on LD_LIBRARY_PATH (often a system CUDA) shadows the one torch's wheel "
                 "ships. Run Python without those paths.",
                 ("env -u LD_LIBRARY_PATH python -c 'import torch'",),
                 (*because, "env.LD_LIBRARY_PATH"),
+            )
+        ]
+    elif lib and "cannot open shared object file" in message and facts.platform.jetson:
+        # Jetson wheels link against the CUDA of one JetPack release (pytorch/pytorch#41975,
+        # libcufft.so.10.0 on JetPack 4.4) or libraries JetPack leaves out (NVIDIA/Isaac-GR00T#343,
+        # libcudss.so.0): PyPI and the PyTorch indexes have no wheel to reinstall from.
+        details["missing_library"] = lib.group(1)
+        release = (facts.platform.jetson or "").lstrip("# ").split(", GCID")[0]
+        remedies = [
+            Remedy(
+                f"This torch wheel needs {lib.group(1)}, which this JetPack ({release}) does not "
+                "provide: install the wheel NVIDIA builds for this JetPack release (NVIDIA's "
+                "'PyTorch for Jetson' page or the jetson-ai-lab index for your JetPack), or add "
+                "the missing library from NVIDIA's CUDA apt repository for Jetson (cuDSS: "
+                "`sudo apt-get install cudss`).",
+                evidence=(*because, *grounded(facts, "platform.jetson")),
             )
         ]
     elif lib and "cannot open shared object file" in message:
@@ -164,7 +186,7 @@ def _import_error(facts: Facts) -> Verdict:
                 because,
             )
         ]
-    if facts.collected.source == "collect_env":
+    if facts.collected.source == "collect_env" and (err and err.message) == NO_REASON:
         # The report says only that the import failed: the error itself comes first.
         python = pip.removesuffix(" -m pip")
         why = "Run the import by hand to see the error."

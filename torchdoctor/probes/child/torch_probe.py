@@ -155,6 +155,7 @@ def _conda_packages(prefix):
     except OSError:
         return None
     wanted = ("pytorch", "torch", "cuda", "cudnn", "nccl", "nvidia", "mkl", "triton", "libtorch")
+    wanted += ("cpuonly", "libstdcxx", "libgcc")  # pins the CPU build; the C++ runtime
     found = {}
     for name in names:
         if name.endswith(".json"):

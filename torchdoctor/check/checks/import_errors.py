@@ -1,0 +1,154 @@
+"""Fixes for `import torch` errors whose cause is a library beside torch, not torch itself: an MKL
+without the symbol a conda torch links to, a libstdc++ older than torch's libraries need."""
+
+from __future__ import annotations
+
+import re
+
+from torchdoctor.report.result import Remedy
+
+from ..record import Facts
+from .common import grounded, python_cmd
+
+# MKL 2024.1 stopped exporting iJIT_NotifyEvent, which conda's pytorch (linked to MKL
+# dynamically) needs; pip's wheels carry their own MKL (agentmorris/MegaDetector#127,
+# ElectricAlexis/NotaGen#32, Pointcept/Pointcept#230, intel/ipex-llm#12141).
+MKL_SYMBOL = "iJIT_NotifyEvent"
+MKL_LAST_GOOD = "2024.0"
+
+# The GCC release whose libstdc++ first exports a GLIBCXX symbol version (GCC's ABI policy
+# list, gcc.gnu.org/onlinedocs/libstdc++/manual/abi.html).
+GLIBCXX_GCC = {25: 8, 26: 9, 28: 10, 29: 11, 30: 12, 31: 13, 32: 13, 33: 14, 34: 15}
+_GLIBCXX = re.compile(r"GLIBCXX_3\.4\.(\d+)'? not found")
+
+
+def conda_torch(facts: Facts) -> bool:
+    """torch came from a conda package (live: conda-meta; pasted: a [conda] line not from pypi)."""
+    own = facts.packages.conda.get("pytorch") or facts.packages.conda.get("torch")
+    pasted = bool(own and own.channel != "pypi")
+    return pasted or "pytorch" in (facts.platform.conda_packages or {})
+
+
+def in_conda(facts: Facts, message: str) -> bool:
+    """A conda environment: its prefix, its packages, or a path under one in the error."""
+    return bool(
+        facts.platform.conda_prefix
+        or facts.platform.conda_packages
+        or facts.packages.conda
+        or re.search(r"/(?:ana|mini|micro)?(?:conda|forge|mamba)\d?/|/envs/", message)
+    )
+
+
+def _conda_paths(facts: Facts) -> tuple[str, ...]:
+    return grounded(
+        facts,
+        "platform.conda_packages.pytorch",
+        "platform.conda_packages.mkl",
+        "packages.conda.pytorch.channel",
+        "packages.conda.mkl.version",
+        "platform.conda_prefix",
+    )
+
+
+def mkl_symbol(facts: Facts, message: str, because: tuple[str, ...]) -> list[Remedy]:
+    """`undefined symbol: iJIT_NotifyEvent` in libtorch_cpu.so: an MKL 2024.1 or later."""
+    if MKL_SYMBOL not in message:
+        return []
+    wheel = Remedy(
+        "Or replace conda's pytorch with pip's wheel, which carries its own MKL.",
+        (f"{python_cmd(facts)} install torch",),
+        because,
+    )
+    if conda_torch(facts):
+        return [
+            Remedy(
+                f"conda's pytorch links MKL at run time, and MKL 2024.1 and later no longer "
+                f"export {MKL_SYMBOL}: pin MKL {MKL_LAST_GOOD} in this environment (and in its "
+                "environment file).",
+                (f"conda install mkl={MKL_LAST_GOOD}",),
+                (*because, *_conda_paths(facts)),
+            ),
+            wheel,
+        ]
+    oneapi = [p for p in facts.env.get("LD_LIBRARY_PATH", "").split(":") if "oneapi" in p]
+    if oneapi:
+        return [
+            Remedy(
+                f"A sourced oneAPI ({oneapi[0]}) puts an MKL without {MKL_SYMBOL} ahead of "
+                f"torch's: use oneAPI {MKL_LAST_GOOD} (the release the stack supports), or run "
+                "without its paths.",
+                ("env -u LD_LIBRARY_PATH python -c 'import torch'",),
+                (*because, "env.LD_LIBRARY_PATH"),
+            )
+        ]
+    return [
+        Remedy(
+            f"An MKL newer than {MKL_LAST_GOOD} is loaded in place of the one torch was built "
+            f"with: pin mkl {MKL_LAST_GOOD} where that MKL came from, or use pip's torch wheel.",
+            evidence=because,
+        )
+    ]
+
+
+def libstdcxx(facts: Facts, message: str, because: tuple[str, ...]) -> list[Remedy]:
+    """`GLIBCXX_3.4.NN not found`: the libstdc++ the loader found predates GCC N's."""
+    found = _GLIBCXX.search(message)
+    if not found:
+        return []
+    minor = int(found.group(1))
+    gcc = next((g for m, g in sorted(GLIBCXX_GCC.items()) if m >= minor), None)
+    need = f"GCC {gcc}'s" if gcc else "a newer"
+    if in_conda(facts, message):
+        return [
+            Remedy(
+                f"The libstdc++ the loader took lacks GLIBCXX_3.4.{minor} ({need} C++ runtime). "
+                "Install a new enough one into this conda environment; if $CONDA_PREFIX/lib "
+                "already has a newer libstdc++.so.6.0.*, make sure the libstdc++.so.6 link to it "
+                "exists, or the loader falls back to the system's.",
+                (
+                    f"conda install -c conda-forge 'libstdcxx-ng>={gcc or 12}' 'libgcc-ng>={gcc or 12}'",
+                ),
+                (*because, *_conda_paths(facts)),
+            )
+        ]
+    return [
+        Remedy(
+            f"The system libstdc++ lacks GLIBCXX_3.4.{minor} ({need} C++ runtime): upgrade the "
+            "GCC runtime (libstdc++6) from a newer release of the distribution, or run torch in "
+            "a conda environment with libstdcxx-ng from conda-forge.",
+            evidence=because,
+        )
+    ]
+
+
+def foreign_nvidia(facts: Facts, message: str, because: tuple[str, ...]) -> list[Remedy]:
+    """`undefined symbol` with nvidia-* wheels of two CUDA majors installed: torch loaded the
+    other major's library (pytorch/pytorch#186591, ncclCommResume; VichyTong/CodeJudge#2)."""
+    dist = facts.packages.distributions.get("torch")
+    tag = re.search(r"\+cu(\d+)\d$", (dist and dist.version) or "")
+    if "undefined symbol" not in message or not tag:
+        return []
+    major = tag.group(1)
+    foreign = sorted(
+        n
+        for n in facts.packages.nvidia_wheels
+        if re.search(r"-cu(\d+)$", n) and not n.endswith(f"-cu{major}")
+    )
+    if not foreign:
+        return []
+    return [
+        Remedy(
+            f"torch {dist.version} is a CUDA {major} build, but NVIDIA wheels for another CUDA "
+            f"major are installed beside it ({', '.join(foreign)}) and one of them was loaded: "
+            "uninstall them.",
+            (f"{python_cmd(facts)} uninstall -y {' '.join(foreign)}",),
+            (
+                *because,
+                *grounded(
+                    facts,
+                    "packages.distributions.torch.version",
+                    *(f"packages.nvidia_wheels.{n}" for n in foreign),
+                ),
+            ),
+        )
+    ]
