@@ -47,6 +47,17 @@ def _symbol(m: re.Match[str]) -> dict[str, Any]:
     return {"symbol": m.group(1)}
 
 
+_PATH_TAIL = re.compile(r"[^\s:'\"]{1,300}$")
+
+
+def _library_symbol(m: re.Match[str]) -> dict[str, Any]:
+    # The library is what tells torch's own import error from an extension built for another
+    # torch (flash_attn_2_cuda...so, torch_scatter/_scatter_cuda.so). Its path is read from a
+    # bounded window before the match, so a hostile line stays linear.
+    path = _PATH_TAIL.search(m.string[max(0, m.start() - 300) : m.start()])
+    return {"library": (path.group(0) if path else "") + ".so", "symbol": m.group(1)}
+
+
 def _operator(m: re.Match[str]) -> dict[str, Any]:
     return {"operator": m.group(1)}
 
@@ -102,7 +113,10 @@ PATTERNS: dict[str, tuple[re.Pattern[str], Parser]] = {
         re.compile(r"version `?((?:GLIBCXX|GLIBC|CXXABI)_[\d.]{1,12})'? not found"),
         _symbol,
     ),
-    "undefined-symbol": (re.compile(r"\.so[.\d]{0,12}: undefined symbol: (\w{1,200})"), _symbol),
+    "undefined-symbol": (
+        re.compile(r"\.so[.\d]{0,12}: undefined symbol: (\w{1,200})"),
+        _library_symbol,
+    ),
     "operator-missing": (
         re.compile(r"(?:operator|No such operator) (torchvision::\w{1,40})(?: does not exist|$)"),
         _operator,

@@ -10,7 +10,7 @@ from torchdoctor.report.result import Problem, Remedy, Status, Verdict, from_pro
 from ..collect_env import NO_REASON
 from ..record import Facts
 from ..record.probe import TorchProbe
-from . import companions, import_errors, other_pythons, torch_owners
+from . import companions, extension_abi, import_errors, other_pythons, torch_owners
 from .common import (
     Context,
     current_variant,
@@ -36,6 +36,7 @@ NEEDS = ("torch.status", "torch.version")
 # The problems of an importable torch, each its own finding id (torch.install.<code>).
 FINDINGS = {
     **companions.CODES,
+    "extension-other-torch": "a compiled extension (not a companion) built for another torch",
     "numpy-too-new": "NumPy 2 with a torch older than 2.3, which was built against NumPy 1.x",
     "numpy-abi-error": "torch printed a NumPy ABI error while importing",
     "user-site": "torch imported from the user site, not from the environment",
@@ -403,7 +404,8 @@ def check(facts: Facts, ctx: Context) -> Verdict:
         _outside_env(facts),
         _duplicates(facts),
     ]
-    problems = companions.problems(facts) + [p for p in found if p]
+    problems = companions.problems(facts) + extension_abi.problems(facts)
+    problems += [p for p in found if p]
     if problems:
         details["problems"] = [p.message for p in problems]
     # torch's words read from the companions' import errors on a live check, quoted.

@@ -21,7 +21,8 @@ class ReportEvidence(Record):
     capability: list[int]
     arch_list: list[str]
     driver_cuda: Str  # the CUDA version the driver supports, from "found version 10010"
-    library: Str
+    library: Str  # the library a loader error names (its path as pasted)
+    symbol: Str  # the symbol or symbol version the loader could not find
     operator: Str
     error: Str
     code: Int

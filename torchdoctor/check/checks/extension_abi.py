@@ -1,0 +1,116 @@
+"""A compiled extension that is not one of torch's companions (flash-attn, mmcv, detectron2,
+torch-scatter, a project's own CUDA ops) built against another torch. Its import fails with the
+loader's ``undefined symbol`` for one of torch's C++ symbols: the binary was linked against
+another torch release (the atlas class ``new:extension-built-for-other-torch``: ten settled
+threads, among them Dao-AILab/flash-attention#931, open-mmlab/mmdetection#3991 and #1189,
+facebookresearch/detectron2#3710, rusty1s/pytorch_scatter#259 and #348). torchdoctor imports
+only torch's companions, so the line comes from a pasted traceback."""
+
+from __future__ import annotations
+
+import re
+
+from torchdoctor.report.result import Problem, Remedy, Status
+
+from ..record import Facts
+from ..record.report import ReportEvidence
+from .common import current_variant, grounded, pasted, python_cmd, torch_version_of
+
+# Itanium-mangled names in torch's namespaces: c10, at (also const members: _ZNK), torch,
+# caffe2. Another library's missing symbol is not torch's doing.
+TORCH_SYMBOL = re.compile(r"^_ZN(?:K)?(?:3c10|2at|5torch|6caffe2)")
+OWN = ("torch", "torchvision", "torchaudio", "torchtext", "triton", "xformers")
+SITE = ("site-packages", "dist-packages")
+# PyG's compiled packages come from its own index, one page per torch minor release (X.Y.0) and
+# variant (rusty1s/pytorch_scatter README, 2025-08; pages seen on data.pyg.org/whl).
+PYG = ("torch_scatter", "torch_sparse", "torch_cluster", "torch_spline_conv", "pyg_lib")
+# Modules whose pip name is not the module's (flash-attn's kernels, exllamav2's).
+DISTRIBUTION = {"flash_attn_2_cuda": "flash-attn", "exllamav2_ext": "exllamav2"}
+NOT_ON_PYPI = {"detectron2": "'git+https://github.com/facebookresearch/detectron2.git'"}
+
+
+def module_of(library: str) -> tuple[str, bool]:
+    """(the top-level module a compiled library belongs to, whether it is installed in a
+    site-packages) from the library's path; a path outside one is a project's own build."""
+    parts = [p for p in re.split(r"[\\/]", library) if p]
+    for i, part in enumerate(parts[:-1]):
+        if part in SITE:
+            return parts[i + 1].split(".", 1)[0], True
+    return (parts[-1].split(".", 1)[0] if parts else library), False
+
+
+def _install(facts: Facts, module: str) -> str:
+    """The command that puts a build for the installed torch in place, without touching torch
+    (--no-deps: a resolver may otherwise replace torch with the release the package wants)."""
+    pip = python_cmd(facts)
+    name = distribution(module)
+    if module in PYG:
+        version = (torch_version_of(facts) or "").split("+", 1)[0]
+        major_minor = ".".join(version.split(".")[:2])
+        variant = current_variant(facts) or "cpu"
+        index = f"https://data.pyg.org/whl/torch-{major_minor}.0+{variant}.html"
+        # Binary only: PyPI holds only the source of these, at a higher version pip would prefer.
+        return f"{pip} install --force-reinstall --no-deps --only-binary {name} {name} -f {index}"
+    source = NOT_ON_PYPI.get(module, name)
+    # From source, never a wheel built for some other torch; without build isolation the build
+    # sees the installed torch rather than one pip would fetch for it.
+    flags = f"--force-reinstall --no-cache-dir --no-build-isolation --no-deps --no-binary {name}"
+    return f"{pip} install {flags} {source}"
+
+
+def distribution(module: str) -> str:
+    """The pip name of a top-level module (flash_attn_2_cuda is flash-attn's)."""
+    return DISTRIBUTION.get(module, module.replace("_", "-"))
+
+
+def _problem(facts: Facts, path: str, record: ReportEvidence) -> Problem:
+    module, installed = module_of(record.library or "")
+    torch = torch_version_of(facts) or "the installed torch"
+    because = (path, *grounded(facts, "torch.version"))
+    name = distribution(module) if installed else module
+    if installed and module in PYG:
+        fix = Remedy(
+            f"{name} was built against another torch. Reinstall it from PyG's index page for "
+            f"torch {torch} and its CUDA variant; torch is left as it is.",
+            (_install(facts, module),),
+            because,
+        )
+    elif installed:
+        fix = Remedy(
+            f"{name} was built against another torch. Install the prebuilt wheel made for "
+            f"exactly torch {torch} and its CUDA variant, or build it from source against the "
+            "installed torch: the command below does that (it needs the CUDA toolkit and a "
+            "compiler, can take long, and leaves torch as it is).",
+            (_install(facts, module),),
+            because,
+        )
+    else:
+        fix = Remedy(
+            f"{module} is a compiled part of the project, left over from a build against another "
+            f"torch. Delete the project's build/ directory and its compiled .so files, then build "
+            f"it again against torch {torch} (the project's install command, e.g. "
+            "`pip install -v -e .`).",
+            (),
+            because,
+        )
+    why = (
+        f"{name} ({record.library}) fails to load: undefined symbol {record.symbol}, a torch "
+        f"function its binary expects and torch {torch} does not have"
+    )
+    return Problem("extension-other-torch", Status.FAIL, why, [fix])
+
+
+def problems(facts: Facts) -> list[Problem]:
+    """One problem per compiled extension whose pasted import error names a missing torch
+    symbol; torch's own libraries and its companions are judged elsewhere."""
+    out: list[Problem] = []
+    seen: set[str] = set()
+    for path, record in pasted(facts, "undefined-symbol"):
+        if not record.library or not TORCH_SYMBOL.match(record.symbol or ""):
+            continue
+        module = module_of(record.library)[0]
+        if module in OWN or module.startswith("libtorch") or module in seen:
+            continue
+        seen.add(module)
+        out.append(_problem(facts, path, record))
+    return out
