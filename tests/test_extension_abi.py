@@ -114,3 +114,29 @@ def test_the_library_path_read_from_a_hostile_line_is_bounded():
     line = "x" * 1_000_000 + "/site-packages/ext.so: undefined symbol: _ZN3c105ErrorC1Ev"
     (record,) = paste_evidence.read([line])
     assert len(record["library"]) <= 304 and record["library"].endswith("/ext.so")
+
+
+def facts_with(torch_version: str, scatter_version: str) -> str:
+    facts = json.loads((REPO / "tests" / "facts" / "h100_healthy.json").read_text())
+    inner = facts.get("facts", facts)
+    inner["torch"]["version"] = torch_version
+    inner["packages"]["distributions"]["torch-scatter"] = {"version": scatter_version}
+    return json.dumps(facts)
+
+
+def test_torch_scatter_from_the_1_9_1_index_under_torch_1_10_0_pytorch_scatter_259():
+    (found,) = extension_findings(facts_with("1.10.0+cu111", "2.0.9+pt19cu111"))
+    assert "torch 1.9" in found["message"]
+    command = found["remedies"][0]["commands"][0]
+    assert command.endswith("-f https://data.pyg.org/whl/torch-1.10.0+cu111.html")
+    assert "packages.distributions.torch-scatter.version" in found["remedies"][0]["evidence"]
+
+
+def test_torch_scatter_for_another_cuda_variant():
+    (found,) = extension_findings(facts_with("2.1.0+cu121", "2.1.2+pt21cu118"))
+    assert "cu118" in found["message"] and "cu121" in found["message"]
+
+
+def test_torch_scatter_for_the_installed_torch_is_fine():
+    assert extension_findings(facts_with("1.8.1+cu111", "2.0.8+pt18cu111")) == []
+    assert extension_findings(facts_with("2.1.0+cu121", "2.1.2")) == []  # built from source

@@ -63,18 +63,22 @@ def distribution(module: str) -> str:
     return DISTRIBUTION.get(module, module.replace("_", "-"))
 
 
+def _pyg_fix(facts: Facts, module: str, because: tuple[str, ...]) -> Remedy:
+    return Remedy(
+        f"{distribution(module)} was built against another torch. Reinstall it from PyG's index "
+        f"page for torch {torch_version_of(facts)} and its CUDA variant; torch is left as it is.",
+        (_install(facts, module),),
+        because,
+    )
+
+
 def _problem(facts: Facts, path: str, record: ReportEvidence) -> Problem:
     module, installed = module_of(record.library or "")
     torch = torch_version_of(facts) or "the installed torch"
     because = (path, *grounded(facts, "torch.version"))
     name = distribution(module) if installed else module
     if installed and module in PYG:
-        fix = Remedy(
-            f"{name} was built against another torch. Reinstall it from PyG's index page for "
-            f"torch {torch} and its CUDA variant; torch is left as it is.",
-            (_install(facts, module),),
-            because,
-        )
+        fix = _pyg_fix(facts, module, because)
     elif installed:
         fix = Remedy(
             f"{name} was built against another torch. Install the prebuilt wheel made for "
@@ -100,11 +104,47 @@ def _problem(facts: Facts, path: str, record: ReportEvidence) -> Problem:
     return Problem("extension-other-torch", Status.FAIL, why, [fix])
 
 
+# PyG's wheels name the torch they were built for in their local version: 2.0.9+pt19cu111 is
+# for torch 1.9 and CUDA 11.1, 2.1.2+pt212cpu for torch 2.12 on the CPU.
+PYG_TAG = re.compile(r"\+pt(\d)(\d{1,2})(cu\d{2,3}|cpu)?$")
+
+
+def pyg_mismatch(facts: Facts, name: str, version: str) -> str | None:
+    """Why the installed PyG wheel ``name`` does not fit the installed torch, or None."""
+    tag = PYG_TAG.search(version)
+    torch = torch_version_of(facts)
+    if not tag or not torch:
+        return None
+    built = f"{tag.group(1)}.{tag.group(2)}"
+    release = ".".join(torch.split("+", 1)[0].split(".")[:2])
+    variant = current_variant(facts)
+    if built != release:
+        return f"{name} {version} is PyG's wheel for torch {built}, and torch {torch} is installed"
+    if tag.group(3) and variant and tag.group(3) != variant:
+        return f"{name} {version} is PyG's {tag.group(3)} wheel, and torch {torch} is {variant}"
+    return None
+
+
+def _pyg_problems(facts: Facts) -> list[Problem]:
+    """rusty1s/pytorch_scatter#259: a torch-1.9.1 index wheel under torch 1.10.0; seen live in
+    the installed versions, before anything imports them."""
+    out = []
+    for name, dist in facts.packages.distributions.items():
+        module = name.replace("-", "_")
+        why = pyg_mismatch(facts, name, dist.version) if module in PYG else None
+        if why:
+            because = grounded(facts, f"packages.distributions.{name}.version", "torch.version")
+            fix = _pyg_fix(facts, module, because)
+            out.append(Problem("extension-other-torch", Status.FAIL, why, [fix]))
+    return out
+
+
 def problems(facts: Facts) -> list[Problem]:
-    """One problem per compiled extension whose pasted import error names a missing torch
-    symbol; torch's own libraries and its companions are judged elsewhere."""
-    out: list[Problem] = []
-    seen: set[str] = set()
+    """One problem per compiled extension built for another torch: a PyG wheel whose version
+    names another torch, or a pasted import error naming a missing torch symbol; torch's own
+    libraries and its companions are judged elsewhere."""
+    out = _pyg_problems(facts)
+    seen = {p.message.split(" ", 1)[0].replace("-", "_") for p in out}
     for path, record in pasted(facts, "undefined-symbol"):
         if not record.library or not TORCH_SYMBOL.match(record.symbol or ""):
             continue

@@ -178,7 +178,7 @@ def _sysctl(name):
 # Read from metadata so that a broken torchvision is judged without importing it.
 COMPANIONS = (
     "torch", "torchvision", "torchaudio", "torchtext", "numpy", "triton", "pytorch-triton-rocm",
-    "xformers",
+    "xformers", "torch-scatter", "torch-sparse", "torch-cluster", "torch-spline-conv", "pyg-lib",
 )  # fmt: skip
 # Companions with compiled code linked against torch: imported after torch to catch their real
 # error, with the CUDA version each says it was built for (where it says).
