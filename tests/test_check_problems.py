@@ -155,6 +155,31 @@ def test_rocm_unsupported_gfx_and_an_unreadable_render_node_are_two_findings():
     assert _ids(f, "rocm")[0] == "rocm.kfd-missing"
 
 
+def _rocm_fix(f: dict) -> tuple[str, list[str]]:
+    report = engine.diagnose(read_facts(f), Context(), engine.select(["rocm"]))
+    (found,) = [x for x in report.all_findings() if x.id == "rocm.node-denied"]
+    return found.remedies[0]["text"], list(found.remedies[0]["commands"])
+
+
+def test_root_owned_0600_dev_kfd_needs_a_udev_rule_not_the_root_group_ROCT_Thunk_Interface_36():
+    f = copy.deepcopy(load_facts("rocm_gfx1031"))
+    kfd = f["torch"]["rocm"]["nodes"]["kfd"]
+    kfd.update(group="root", mode="0o600", rw=False)
+    text, cmds = _rocm_fix(f)
+    assert "no group can open it" in text
+    assert not any("usermod -aG root" in c for c in cmds)
+    assert any('KERNEL=="kfd", GROUP="render", MODE="0660"' in c for c in cmds)
+    assert "udevadm control --reload-rules" in " ".join(cmds)
+    # A node its group may open: joining that group is the fix.
+    kfd.update(group="render", mode="0o660")
+    text, cmds = _rocm_fix(f)
+    assert (
+        "render group" in text
+        and cmds[0] == "sudo usermod -aG render $USER"
+        and "udevadm" not in " ".join(cmds)
+    )
+
+
 def test_preloaded_cudart_and_a_drifted_nccl_wheel_are_two_findings_failure_first():
     f = copy.deepcopy(load_facts("env_misconfigured"))
     f["packages"]["nvidia_wheels"]["nvidia-nccl-cu13"] = "2.26.2"

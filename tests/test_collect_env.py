@@ -97,12 +97,22 @@ def test_torch_not_compiled_with_cuda_enabled_cpu_wheel_on_a_windows_gpu():
     assert checks["platform"].summary.startswith("Windows AMD64, Python 3.12.7 (64-bit)")
 
 
-def test_mps_backend_needs_macos_12_3_on_a_macos_12_2_report():
+def test_mps_of_torch_2_5_needs_macos_13_on_a_macos_12_2_report():
+    # torch 2.5's own warning still said 12.3; a maintainer settled 13.0 (pytorch/pytorch#139425).
     checks = judge("macos_torch2.5_arm64_macos12.2.txt")
     assert checks["mps"].status == Status.WARN
-    assert "macOS 12.2 is too old for MPS with torch 2.5.1 (needs 12.3+)" in checks["mps"].summary
+    assert "macOS 12.2 is too old for MPS with torch 2.5.1 (needs 13.0+)" in checks["mps"].summary
+    assert not [c for c in commands(checks["mps"]) if "torch==" in c]  # no MPS torch for 12.2
     assert judge("macos_torch2.5_arm64_macos12.2.txt", "mps")["mps"].status == Status.FAIL
     assert checks["cuda.available"].status == Status.SKIP  # no CUDA wheels on macOS: not a fault
+
+
+def test_macos_12_7_6_with_torch_2_5_1_keeps_macos_with_torch_2_4_pytorch_139425():
+    text = (DIR / "macos_torch2.5_arm64_macos12.2.txt").read_text()
+    facts = collect_env.parse(text.replace("12.2", "12.7.6"))
+    result = engine.run_check(engine.select(["mps"])[0], read_facts(facts), Context())
+    assert "(needs 13.0+)" in result.summary
+    assert "python3 -m pip install 'torch==2.4.*'" in commands(result)
 
 
 def test_mps_backend_is_supported_on_macos_14_for_new_torch_offers_torch_2_5_on_macos_13():
@@ -485,3 +495,10 @@ def test_a_hostile_paste_is_read_fast():
     t0 = time.perf_counter()
     assert collect_env.parse(hostile) is not None
     assert time.perf_counter() - t0 < 5.0  # linear: about 0.6 s here; quadratic would hang
+
+
+def test_intel_mac_report_where_torch_did_not_import_reinstalls_2_2_not_a_newer_wheel_149260():
+    # pytorch/pytorch#149260: macOS 15 on x86_64; no torch after 2.2 has an Intel macOS wheel.
+    checks = judge("macos15_x86_64_torch_import_failed_pytorch_pytorch_149260.txt")
+    installs = [c for c in commands(checks["torch.install"]) if " install " in c]
+    assert installs and all("torch==2.2." in c for c in installs), installs

@@ -319,6 +319,11 @@ class WheelChoice:
     support: str  # how the driver serves it: full | minor_compat | unknown (no driver judged)
 
 
+# The last torch release with Intel macOS (x86_64) wheels (compat-tables.md; pytorch/pytorch#127870,
+# #161614): newer releases do not install on an Intel Mac.
+INTEL_MAC_RELEASE = "2.2"
+
+
 def newest_release(python: str | None = None) -> str:
     """The newest release in the tables, or the newest with a wheel for ``python``."""
     fits = [m for m in RELEASES if _python_fits(m, python)] or list(RELEASES)

@@ -210,6 +210,9 @@ def install_command(
 ) -> str:
     """pip install of torch and its installed companions, pinned exactly, from one wheel index."""
     release = release or compat.torch_minor(torch_version_of(facts)) or compat.newest_release()
+    if facts.platform.system == "Darwin" and facts.platform.machine == "x86_64":
+        # An Intel Mac: no wheel after the last Intel release would install (pytorch/pytorch#149260).
+        release = min(release, compat.INTEL_MAC_RELEASE, key=compat.parse_version)
     pkgs = " ".join(pinned_family(facts, release, variant))
     index, _ = compat.index_args(release, variant)
     flag = " --force-reinstall" if force else ""

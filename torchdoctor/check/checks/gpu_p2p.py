@@ -19,7 +19,7 @@ from .common import Context, device_capability, nvml_gpus
 
 ID = "gpu.p2p"
 TITLE = "GPU peer-to-peer for NCCL"
-ORDER = 47  # beside distributed: both are about multi-GPU jobs
+ORDER = 48  # beside distributed and network: all three are about multi-GPU jobs
 ACCELERATOR = "cuda"
 NEEDS = ("nvml",)
 FINDINGS = {

@@ -30,10 +30,13 @@ NEEDS = ("platform", "torch.version")
 # An accelerator-specific check: with --expect naming another target, its failures only warn.
 ACCELERATOR = "mps"
 
-MIN_MACOS = (14, 0)  # torch ≥ 2.6 requires macOS 14 for MPS (older releases: 12.3/13)
-# MPS arrived in torch 1.12 needing macOS 12.3; releases before 2.6 kept that floor.
+MIN_MACOS = (14, 0)  # torch ≥ 2.6 requires macOS 14 for MPS
+# MPS arrived in torch 1.12 needing macOS 12.3; torch 2.5 needs 13.0 although its message still
+# said 12.3 (a maintainer in pytorch/pytorch#139425, macOS 12.7.6 with torch 2.5.1).
 FIRST_MPS_RELEASE = (1, 12)
 OLD_MIN_MACOS = (12, 3)
+# (first torch release, the macOS it needs for MPS), newest first.
+FLOORS = (((2, 6), MIN_MACOS), ((2, 5), (13, 0)), (FIRST_MPS_RELEASE, OLD_MIN_MACOS))
 FINDINGS = {
     "op-not-implemented": "a pasted NotImplementedError: an operator without an MPS kernel",
     "out-of-memory": "a pasted 'MPS backend out of memory': the allocator's watermark cap",
@@ -48,9 +51,17 @@ def min_macos(torch_version: str | None) -> tuple[int, int] | None:
     v = compat.parse_version(torch_version)[:2]
     if not v:
         return MIN_MACOS
-    if v < FIRST_MPS_RELEASE:
+    return next((floor for first, floor in FLOORS if v >= first), None)
+
+
+def last_torch_for(macos: tuple[int, ...]) -> str | None:
+    """The newest torch series whose MPS runs on this macOS ('2.5.*'), None when none does
+    or the newest one does (nothing older to keep)."""
+    fits = [first for first, floor in FLOORS if macos >= floor]
+    if not fits or fits[0] == FLOORS[0][0]:
         return None
-    return OLD_MIN_MACOS if v < (2, 6) else MIN_MACOS
+    newer = FLOORS[[f for f, _ in FLOORS].index(fits[0]) - 1][0]
+    return f"{newer[0]}.{newer[1] - 1}.*"
 
 
 def _off_macos(facts: Facts, ctx: Context) -> Verdict:
@@ -118,11 +129,13 @@ def _too_old(facts: Facts, details: dict[str, Any], bad: Status) -> Verdict | No
                 evidence=grounded(facts, *MAC),
             )
         ]
-        if macv >= OLD_MIN_MACOS:
+        keep = last_torch_for(macv)
+        if keep:
             fixes.append(
                 Remedy(
-                    "Or keep this macOS with torch 2.5, the last release whose MPS needs only 12.3.",
-                    (f"{python_cmd(facts)} install {quote(facts, 'torch==2.5.*')}",),
+                    f"Or keep this macOS with torch {keep[:-2]}, the last release whose MPS runs "
+                    f"on macOS {mac}.",
+                    (f"{python_cmd(facts)} install {quote(facts, 'torch==' + keep)}",),
                     evidence=grounded(facts, *MAC),
                 )
             )

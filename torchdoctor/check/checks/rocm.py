@@ -6,7 +6,7 @@ from torchdoctor.data import gpu_names
 from torchdoctor.report.result import Problem, Remedy, Status, Verdict, from_problems, verdict
 
 from ..record import Facts
-from ..record.torch import CudaDevice, Nodes
+from ..record.torch import CudaDevice, Node, Nodes
 from .common import Context, grounded, pasted, probe_stuck, quoted, torch_ok, torch_unavailable
 
 ID = "rocm"
@@ -70,18 +70,45 @@ def node_problems(nodes: Nodes, bad: Status) -> list[Problem]:
             Problem(
                 "node-denied",
                 bad,
-                f"cannot open {node.path} read-write (group {node.group}; this user is "
-                f"in: {groups})",
-                [
-                    Remedy(
-                        f"Add the user to the {node.group} group, then log in again.",
-                        (f"sudo usermod -aG {node.group} $USER",),
-                        evidence=("torch.rocm.nodes",),
-                    )
-                ],
+                f"cannot open {node.path} read-write (group {node.group}, mode {node.mode}; "
+                f"this user is in: {groups})",
+                [_node_fix(node)],
             )
         )
     return out
+
+
+def _group_rw(node: Node) -> bool:
+    """The node's mode lets its group read and write it (0660, not 0600)."""
+    try:
+        return int(node.mode or "0", 8) & 0o060 == 0o060
+    except ValueError:
+        return False
+
+
+def _node_fix(node: Node) -> Remedy:
+    """Joining the node's group helps only where the group may read and write it and is not
+    root: a 0600 root-owned /dev/kfd (no udev rule for it, ROCm/ROCT-Thunk-Interface#36) needs
+    a rule that hands it to the render group."""
+    if _group_rw(node) and node.group not in (None, "root"):
+        return Remedy(
+            f"Add the user to the {node.group} group, then log in again.",
+            (f"sudo usermod -aG {node.group} $USER",),
+            evidence=("torch.rocm.nodes",),
+        )
+    kernel = "kfd" if node.path == "/dev/kfd" else "renderD*"
+    rule = f'KERNEL=="{kernel}", GROUP="render", MODE="0660"'
+    return Remedy(
+        f"{node.path} is mode {node.mode} of group {node.group}: no group can open it. Add a "
+        "udev rule that gives it to the render group with mode 0660, reload the rules, and add "
+        "the user to render (log in again).",
+        (
+            f"echo '{rule}' | sudo tee /etc/udev/rules.d/70-amdgpu-compute.rules",
+            "sudo udevadm control --reload-rules && sudo udevadm trigger",
+            "sudo usermod -aG render $USER",
+        ),
+        evidence=("torch.rocm.nodes",),
+    )
 
 
 def target_problem(device: CudaDevice, targets: list[str], bad: Status) -> Problem | None:

@@ -63,8 +63,7 @@ def _torch_and_nvidia_wheels(facts: Facts) -> list[str]:
     return [*installed_family(facts), *(n for n in nvidia if n != "nvidia-ml-py")]
 
 
-# The last torch release with Intel macOS wheels (compat-tables.md): newer ones do not install.
-INTEL_MAC_RELEASE = "2.2"
+INTEL_MAC_RELEASE = compat.INTEL_MAC_RELEASE
 
 
 def _missing(facts: Facts, ctx: Context) -> Verdict:
