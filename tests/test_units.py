@@ -162,3 +162,17 @@ def test_redact_removes_identity_and_gpu_ids():
     assert out["uuid"] == "<redacted>"
     assert out["nested"][0] == {"serial": "<redacted>", "text": "MIG-<redacted>"}
     assert out["n"] == 3
+
+
+def test_redact_hides_a_master_addr_naming_another_node_but_keeps_localhost(monkeypatch):
+    from torchdoctor.report.redact import _identity
+
+    monkeypatch.setenv("MASTER_ADDR", "gpu-node017.cluster.example")
+    doc = {
+        "env": {"MASTER_ADDR": "gpu-node017.cluster.example"},
+        "m": "rendezvous at gpu-node017.cluster.example:29500",
+    }
+    out = redact(doc, _identity())
+    assert out["env"]["MASTER_ADDR"] == "<redacted>"
+    assert out["m"] == "rendezvous at <master>:29500"
+    assert redact({"MASTER_ADDR": "localhost"}, []) == {"MASTER_ADDR": "localhost"}

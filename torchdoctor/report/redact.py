@@ -1,7 +1,8 @@
 """--redact: make a report safe to paste publicly.
 
-Home paths, user and host names, GPU UUIDs and serial numbers are replaced by placeholders
-everywhere in the report (facts included), whatever key they hide under.
+Home paths, user and host names, a distributed job's MASTER_ADDR, GPU UUIDs and serial numbers
+are replaced by placeholders everywhere in the report (facts included), whatever key they hide
+under.
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ from typing import Any
 
 _UUID = re.compile(r"\b(GPU|MIG)-[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}\b")
 _BARE_UUID = re.compile(r"\b[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}\b")
-SECRET_KEYS = {"serial", "uuid", "hostname", "node", "host_name"}
+SECRET_KEYS = {"serial", "uuid", "hostname", "node", "host_name", "MASTER_ADDR"}
+# Loopback names say nothing about a cluster, and the launch check's message relies on them.
+_LOOPBACK = {"localhost", "127.0.0.1", "::1", ""}
 
 
 def _identity() -> list[tuple[str, str]]:
@@ -31,6 +34,9 @@ def _identity() -> list[tuple[str, str]]:
     host = socket.gethostname()
     if host:
         pairs.append((host, "<host>"))
+    master = os.environ.get("MASTER_ADDR", "").strip()
+    if master not in _LOOPBACK and master != host:
+        pairs.append((master, "<master>"))  # another node's name or address
     if user and len(user) > 2 and user != "root":
         pairs.append((user, "<user>"))
     return sorted(pairs, key=lambda p: -len(p[0]))
@@ -48,7 +54,11 @@ def redact(data: Any, pairs: list[tuple[str, str]] | None = None) -> Any:
     pairs = _identity() if pairs is None else pairs
     if isinstance(data, dict):
         return {
-            k: ("<redacted>" if k in SECRET_KEYS and isinstance(v, str) and v else redact(v, pairs))
+            k: (
+                "<redacted>"
+                if k in SECRET_KEYS and isinstance(v, str) and v and v not in _LOOPBACK
+                else redact(v, pairs)
+            )
             for k, v in data.items()
         }
     if isinstance(data, list):
