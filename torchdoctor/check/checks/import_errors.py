@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import re
 
+from torchdoctor.data import compat
 from torchdoctor.report.result import Remedy
 
 from ..record import Facts
-from .common import grounded, python_cmd
+from .common import current_variant, grounded, installed_family, python_cmd, quote
 
 # MKL 2024.1 stopped exporting iJIT_NotifyEvent, which conda's pytorch (linked to MKL
 # dynamically) needs; pip's wheels carry their own MKL (agentmorris/MegaDetector#127,
@@ -152,3 +153,50 @@ def foreign_nvidia(facts: Facts, message: str, because: tuple[str, ...]) -> list
             ),
         )
     ]
+
+
+# torch 2.4.0's Windows wheels made fbgemm.dll need libomp140.x86_64.dll without shipping it
+# (pytorch/pytorch#131662; fixed in 2.4.1: openvino.genai#813, kohya-ss/sd-scripts#1597).
+FBGEMM_BROKEN = "2.4.0"
+_WIN_DLL = ("WinError 126", "WinError 1114", "DLL load failed", "Error loading")
+
+
+def windows_dll(facts: Facts, message: str, because: tuple[str, ...]) -> list[Remedy]:
+    """A torch DLL that Windows cannot load: torch 2.4.0's fbgemm.dll, else the Visual C++
+    runtime torch's DLLs link to, missing or too old (pytorch/pytorch#39734, #32916,
+    nagadomi/nunif#701)."""
+    if facts.platform.system != "Windows" or not any(s in message for s in _WIN_DLL):
+        return []
+    installed = facts.packages.distributions.get("torch")
+    version = (installed.version if installed else None) or ""
+    evidence = (*because, *grounded(facts, "platform.system", "packages.distributions.torch"))
+    if "fbgemm.dll" in message and version.split("+", 1)[0] == FBGEMM_BROKEN:
+        return [
+            Remedy(
+                "torch 2.4.0's fbgemm.dll needs libomp140.x86_64.dll, which that wheel does not "
+                "ship; torch 2.4.1 fixed it. Upgrade to 2.4.1 (or go back to 2.3).",
+                (_fbgemm_fixed(facts),),
+                evidence,
+            )
+        ]
+    return [
+        Remedy(
+            "Windows cannot load a torch DLL: the Microsoft Visual C++ Redistributable (x64) that "
+            "torch's DLLs link to is missing or too old. Install the latest one, then start a new "
+            "shell.",
+            ("winget install --id Microsoft.VCRedist.2015+.x64 -e",),
+            evidence,
+        )
+    ]
+
+
+def _fbgemm_fixed(facts: Facts) -> str:
+    """pip install of torch 2.4.1 and the installed companions' matching releases, one index."""
+    target = compat.latest_patch("2.4")
+    pins = []
+    for pkg in installed_family(facts):
+        pin = target if pkg == "torch" else compat.companion_version(pkg, target)
+        if pin:
+            pins.append(quote(facts, f"{pkg}=={pin}"))
+    index, _ = compat.index_args("2.4", current_variant(facts) or "cpu")
+    return f"{python_cmd(facts)} install --force-reinstall {' '.join(pins)} {index}"

@@ -130,6 +130,7 @@ def _import_error(facts: Facts) -> Verdict:
     beside = import_errors.mkl_symbol(facts, message, because)
     beside = beside or import_errors.libstdcxx(facts, message, because)
     beside = beside or import_errors.foreign_nvidia(facts, message, because)
+    beside = beside or import_errors.windows_dll(facts, message, because)
     if beside:
         remedies = beside
     elif "undefined symbol" in message and "LD_LIBRARY_PATH" in facts.env:
