@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from ..probes import conda_owner, container, host, network, nvml, toolchain
+from ..probes import conda_owner, container, extension_links, host, network, nvml, toolchain
 from ..probes.child import torch_probe
 from ..probes.runner import ProbeRun, child_argv, run_probe
 from ..version import __version__
@@ -168,10 +168,37 @@ def _gather(opts: GatherOptions, t0: float, watch: _Watch) -> dict[str, Any]:
     # who owns each torch metadata directory: conda's pytorch carries one too (one install)
     facts["packages"] = conda_owner.annotate(packages, facts["platform"])
     facts["torch"] = torch_facts_from_run(run)
+    facts["compiled_extensions"] = _extension_facts(facts, deadline)
     facts["smoke"] = _smoke_facts(opts, run, watch, deadline)
     facts["probe"] = {"torch": run.summary()}
     facts["collected"]["duration_s"] = round(time.monotonic() - t0, 4)
     return facts
+
+
+def _extension_facts(facts: dict[str, Any], deadline: _Deadline) -> dict[str, Any]:
+    """Extensions under the examined interpreter's import path and the working directory whose
+    links the installed torch does not satisfy: read from their files, within the deadline."""
+    torch_file = facts["torch"].get("file")
+    dists = facts["packages"].get("torch_distributions") or [{}]
+    location = dists[0].get("location") if isinstance(dists[0], dict) else None
+    if isinstance(torch_file, str):
+        torch_dir = os.path.dirname(torch_file)
+    elif isinstance(location, str):
+        torch_dir = os.path.join(location, "torch")
+    else:
+        return {"status": "skipped", "error": "torch is not installed"}
+    platform = facts["platform"]
+    try:
+        cwd: str | None = os.getcwd()
+    except OSError:  # run from a deleted directory
+        cwd = None
+    prefixes = [platform.get("prefix"), platform.get("base_prefix")]
+    roots = extension_links.roots_of(platform.get("sys_path"), cwd, prefixes)
+    left = deadline.left(extension_links.BUDGET_S)
+    if left <= 0:
+        return {"status": "skipped", "error": "the run's deadline passed before the search"}
+    job = _Background(lambda: extension_links.gather(torch_dir, roots, left))
+    return job.result(left + 1.0, "the search for compiled extensions")
 
 
 def _probe_argv(opts: GatherOptions, packages_here: bool) -> list[str]:

@@ -9,11 +9,12 @@ only torch's companions, so the line comes from a pasted traceback."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from itertools import chain
 
 from torchdoctor.report.result import Problem, Remedy, Status
 
 from ..record import Facts
-from ..record.report import ReportEvidence
 from .common import current_variant, grounded, pasted, python_cmd, torch_version_of
 
 # Itanium-mangled names in torch's namespaces: c10, at (also const members: _ZNK), torch,
@@ -72,10 +73,12 @@ def _pyg_fix(facts: Facts, module: str, because: tuple[str, ...]) -> Remedy:
     )
 
 
-def _problem(facts: Facts, path: str, record: ReportEvidence) -> Problem:
-    module, installed = module_of(record.library or "")
+def _problem(facts: Facts, because: tuple[str, ...], library: str, symbol: str) -> Problem:
+    """``library`` fails to load for want of torch's ``symbol``: the fix its kind of build needs
+    (a PyG wheel, a package in site-packages, the project's own build)."""
+    module, installed = module_of(library)
     torch = torch_version_of(facts) or "the installed torch"
-    because = (path, *grounded(facts, "torch.version"))
+    because = (*because, *grounded(facts, "torch.version"))
     name = distribution(module) if installed else module
     if installed and module in PYG:
         fix = _pyg_fix(facts, module, because)
@@ -98,10 +101,39 @@ def _problem(facts: Facts, path: str, record: ReportEvidence) -> Problem:
             because,
         )
     why = (
-        f"{name} ({record.library}) fails to load: undefined symbol {record.symbol}, a torch "
-        f"function its binary expects and torch {torch} does not have"
+        f"{name} ({library}) fails to load: {symbol}, which its binary expects and torch "
+        f"{torch} does not have"
     )
     return Problem("extension-other-torch", Status.FAIL, why, [fix])
+
+
+def _live(facts: Facts) -> Iterator[tuple[str, Problem]]:
+    """Extensions whose files link to torch functions (or libraries) the installed torch lacks,
+    as probes/extension_links.py read them: the loader's verdict before anything imports them."""
+    for i, lib in enumerate(facts.compiled_extensions.mismatched):
+        if not lib.path:
+            continue
+        if lib.needs_missing:
+            symbol = f"library {lib.needs_missing[0]} (torch/lib has no such file)"
+        elif lib.missing:
+            more = f" and {lib.missing_count - 1} more" if (lib.missing_count or 0) > 1 else ""
+            symbol = f"undefined symbol {lib.missing[0]}{more}"
+        else:
+            continue
+        because = (f"compiled_extensions.mismatched.{i}",)
+        yield module_of(lib.path)[0], _problem(facts, because, lib.path, symbol)
+
+
+def _pasted(facts: Facts) -> Iterator[tuple[str, Problem]]:
+    """Import errors pasted with a report that name a missing torch symbol."""
+    for path, record in pasted(facts, "undefined-symbol"):
+        if not record.library or not TORCH_SYMBOL.match(record.symbol or ""):
+            continue
+        module = module_of(record.library)[0]
+        if module in OWN or module.startswith("libtorch"):
+            continue
+        symbol = f"undefined symbol {record.symbol}"
+        yield module, _problem(facts, (path,), record.library, symbol)
 
 
 # PyG's wheels name the torch they were built for in their local version: 2.0.9+pt19cu111 is
@@ -125,32 +157,24 @@ def pyg_mismatch(facts: Facts, name: str, version: str) -> str | None:
     return None
 
 
-def _pyg_problems(facts: Facts) -> list[Problem]:
+def _pyg(facts: Facts) -> Iterator[tuple[str, Problem]]:
     """rusty1s/pytorch_scatter#259: a torch-1.9.1 index wheel under torch 1.10.0; seen live in
     the installed versions, before anything imports them."""
-    out = []
     for name, dist in facts.packages.distributions.items():
         module = name.replace("-", "_")
         why = pyg_mismatch(facts, name, dist.version) if module in PYG else None
         if why:
             because = grounded(facts, f"packages.distributions.{name}.version", "torch.version")
             fix = _pyg_fix(facts, module, because)
-            out.append(Problem("extension-other-torch", Status.FAIL, why, [fix]))
-    return out
+            yield module, Problem("extension-other-torch", Status.FAIL, why, [fix])
 
 
 def problems(facts: Facts) -> list[Problem]:
     """One problem per compiled extension built for another torch: a PyG wheel whose version
-    names another torch, or a pasted import error naming a missing torch symbol; torch's own
-    libraries and its companions are judged elsewhere."""
-    out = _pyg_problems(facts)
-    seen = {p.message.split(" ", 1)[0].replace("-", "_") for p in out}
-    for path, record in pasted(facts, "undefined-symbol"):
-        if not record.library or not TORCH_SYMBOL.match(record.symbol or ""):
-            continue
-        module = module_of(record.library)[0]
-        if module in OWN or module.startswith("libtorch") or module in seen:
-            continue
-        seen.add(module)
-        out.append(_problem(facts, path, record))
-    return out
+    names another torch, an extension whose file links to what torch lacks, or a pasted import
+    error naming a missing torch symbol; torch's own libraries and its companions are judged
+    elsewhere. One per module, the first source that names it."""
+    found: dict[str, Problem] = {}
+    for module, problem in chain(_pyg(facts), _live(facts), _pasted(facts)):
+        found.setdefault(module, problem)
+    return list(found.values())

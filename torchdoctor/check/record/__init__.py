@@ -20,6 +20,7 @@ from torchdoctor.typed_json import Record, ShapeError, empty, load, schema
 
 from .base import Collected, Int, record
 from .container import Container
+from .extensions import CompiledExtensions
 from .host import Host
 from .interpreter import Interpreter
 from .network import Network
@@ -53,6 +54,7 @@ class Facts(Record):
     interpreter: Interpreter
     container: Container
     network: Network
+    compiled_extensions: CompiledExtensions
     report: PastedReport
 
     @property

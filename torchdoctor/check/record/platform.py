@@ -61,4 +61,5 @@ class Platform(Record):
     rosetta: Bool
     user_site: Str
     user_site_enabled: Bool
+    sys_path: list[str] | None  # where it imports from, made absolute ('' is where it ran)
     os: Str  # the OS line of a pasted report (collect_env)

@@ -86,6 +86,8 @@ def platform_facts():
         "ensurepip": importlib.util.find_spec("ensurepip") is not None,  # Debian: python3-venv
         # What `import torch` gets in a script run from the user's directory, if not torch.
         "torch_shadows": locate.find_torch(sys.path, locate.user_cwd())["shadows"],
+        # Where compiled extensions are searched for (probes/extension_links.py): absolute.
+        "sys_path": [os.path.abspath(p) for p in sys.path if isinstance(p, str)][:64],
         "wsl": "microsoft" in release or os.path.exists("/proc/sys/fs/binfmt_misc/WSLInterop"),
         "libc": " ".join(platform.libc_ver()).strip() if uname.system == "Linux" else None,
     }

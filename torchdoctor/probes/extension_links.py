@@ -1,0 +1,208 @@
+"""Compiled extensions linked against another torch, found by reading files, not importing them.
+
+An extension built with torch.utils.cpp_extension (flash-attn, mmcv, detectron2, torch-scatter,
+a project's own CUDA ops) needs torch's libraries (libc10.so, libtorch_cpu.so, ...) and leaves
+torch's C++ functions undefined for the loader to take from them. Built against another torch,
+some of those functions do not exist in the installed one, and ``import`` fails with
+``undefined symbol: _ZN3c104cuda9SetDeviceEi`` (Dao-AILab/flash-attention#931). The same answer
+comes from the files: each extension's undefined torch symbols looked up in torch's libraries.
+
+Where it looks: every directory the examined interpreter imports from (its sys.path, which
+holds site-packages, PYTHONPATH and ``setup.py develop`` checkouts) and the working directory
+(a project run from there imports its own build), a few levels deep, within a budget of
+directory entries and time. torch's own libraries and its companions (judged by importing them)
+are not examined. Runs in torchdoctor's own process: nothing of the extension is executed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import struct
+import time
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from .elf import Elf, Lookup
+
+# Itanium-mangled names in torch's namespaces (c10, at, torch, caffe2; _ZNK: const members).
+TORCH_SYMBOL = re.compile(r"^_ZNK?(?:3c10|2at|5torch|6caffe2)")
+# Sonames of torch's own libraries, as an extension's DT_NEEDED names them.
+TORCH_LIB = re.compile(r"^lib(?:c10|torch|caffe2|shm)\w*\.so")
+# Judged elsewhere (torch itself; companions are imported by the probe) or never linked to torch.
+SKIP_PACKAGES = frozenset(
+    {"torch", "torchvision", "torchaudio", "torchtext", "triton", "xformers", "nvidia", "functorch"}
+)
+SKIP_DIRS = frozenset({"__pycache__", "node_modules", "site-packages", "dist-packages"})
+DEPTH = 4  # mmdet/ops/dcn/deform_conv_cuda.so below a checkout: four levels
+MAX_ENTRIES = 40_000  # directory entries visited, all roots together
+MAX_LIBRARIES = 2_000  # .so files opened
+BUDGET_S = 2.0
+SHOWN = 5  # missing symbols recorded per library
+
+
+def gather(
+    torch_dir: str | None, roots: Iterable[str], budget_s: float = BUDGET_S
+) -> dict[str, Any]:
+    """{status, torch_lib, scanned, truncated, mismatched: [{path, needs_missing, missing,
+    missing_count}]} for the extensions under ``roots`` that link against torch."""
+    if not torch_dir or not os.path.isdir(os.path.join(torch_dir, "lib")):
+        return {"status": "skipped", "error": "torch's library directory was not found"}
+    lib_dir = os.path.join(torch_dir, "lib")
+    walk = _Walk(torch_dir, budget_s)
+    torch_libs = _TorchLibs(lib_dir)
+    mismatched = []
+    scanned = 0
+    try:
+        for path in walk.libraries(roots):
+            found = _judge(path, torch_libs)
+            if found is None:
+                continue
+            scanned += 1
+            if found["needs_missing"] or found["missing_count"]:
+                mismatched.append(found)
+    finally:
+        torch_libs.close()
+    return {
+        "status": "ok",
+        "torch_lib": lib_dir,
+        "scanned": scanned,
+        "truncated": walk.truncated,
+        "mismatched": mismatched,
+    }
+
+
+def roots_of(sys_path: Iterable[str] | None, cwd: str | None, prefixes: Iterable[str]) -> list[str]:
+    """The directories to search: the interpreter's import path and the working directory,
+    without the standard library under its prefixes (it holds no torch extension)."""
+    stdlib = tuple(os.path.join(p, "lib") + os.sep for p in prefixes if isinstance(p, str) and p)
+    out: list[str] = []
+    for entry in [*(sys_path or []), *([cwd] if cwd else [])]:
+        if not isinstance(entry, str) or not entry or not os.path.isabs(entry):
+            continue
+        site = "site-packages" in entry or "dist-packages" in entry
+        if stdlib and entry.startswith(stdlib) and not site:
+            continue  # lib/pythonX.Y, its zip and lib-dynload
+        if os.path.isdir(entry) and entry not in out:
+            out.append(entry)
+    return out
+
+
+class _Walk:
+    """Depth-, entry- and time-bounded search for ``*.so`` files; symlinks are not followed."""
+
+    def __init__(self, torch_dir: str, budget_s: float) -> None:
+        self.torch_dir = os.path.realpath(torch_dir)
+        self.entries = 0
+        self.opened = 0
+        self.truncated = False
+        self.until = time.monotonic() + budget_s
+        self.seen: set[str] = set()
+
+    def _over(self) -> bool:
+        over = (
+            self.entries > MAX_ENTRIES
+            or self.opened > MAX_LIBRARIES
+            or time.monotonic() > self.until
+        )
+        self.truncated = self.truncated or over
+        return over
+
+    def libraries(self, roots: Iterable[str]) -> Iterator[str]:
+        for root in roots:
+            real = os.path.realpath(root)
+            if real in self.seen:
+                continue
+            self.seen.add(real)
+            yield from self._dir(root, 0)
+
+    def _dir(self, path: str, depth: int) -> Iterator[str]:
+        try:
+            with os.scandir(path) as it:
+                entries = list(it)
+        except OSError:
+            return
+        for entry in entries:
+            self.entries += 1
+            if self._over():
+                return
+            name = entry.name
+            try:
+                if entry.is_symlink():
+                    continue
+                if entry.is_file() and name.endswith(".so"):
+                    self.opened += 1
+                    yield entry.path
+                elif entry.is_dir() and depth + 1 < DEPTH and self._enter(entry):
+                    yield from self._dir(entry.path, depth + 1)
+            except OSError:
+                continue
+
+    def _enter(self, entry: os.DirEntry) -> bool:
+        name = entry.name
+        if name.startswith(".") or name in SKIP_DIRS or name.endswith((".dist-info", ".egg-info")):
+            return False
+        if name in SKIP_PACKAGES or name.startswith("nvidia_"):
+            return False
+        if os.path.isfile(os.path.join(entry.path, "pyvenv.cfg")):
+            return False  # a virtual environment inside the project: not what it imports
+        return os.path.realpath(entry.path) != self.torch_dir
+
+
+class _TorchLibs:
+    """torch/lib's libraries, opened once, each with its symbol lookup."""
+
+    def __init__(self, lib_dir: str) -> None:
+        self.names: set[str] = set()
+        self.files: list[Elf] = []
+        self.lookups: list[Lookup] = []
+        try:
+            names = sorted(os.listdir(lib_dir))[:256]
+        except OSError:
+            names = []
+        for name in names:
+            if ".so" not in name:
+                continue
+            self.names.add(name)
+            elf = Elf.open(os.path.join(lib_dir, name))
+            if elf is None:
+                continue
+            self.files.append(elf)
+            try:
+                lookup = elf.defines()
+            except (ValueError, IndexError, struct.error):
+                lookup = None
+            if lookup is not None:
+                self.lookups.append(lookup)
+
+    def defines(self, symbol: str) -> bool:
+        return any(symbol in lookup for lookup in self.lookups)
+
+    def close(self) -> None:
+        for elf in self.files:
+            elf.data.close()
+
+
+def _judge(path: str, torch: _TorchLibs) -> dict[str, Any] | None:
+    """The extension at ``path`` against torch's libraries; None when it does not link to torch
+    (or cannot be read as 64-bit ELF)."""
+    elf = Elf.open(path)
+    if elf is None:
+        return None
+    with elf:
+        try:
+            needs = [n for n in elf.needed() if TORCH_LIB.match(n)]
+            if not needs:
+                return None
+            wanted = sorted({s for s in elf.undefined() if TORCH_SYMBOL.match(s)})
+        except (ValueError, IndexError, struct.error):
+            return None
+    # A library torch does not ship (libc10_cuda.so beside a CPU build, libcaffe2.so of 1.0).
+    needs_missing = [n for n in needs if n not in torch.names]
+    missing = [s for s in wanted if not torch.defines(s)] if torch.lookups else []
+    return {
+        "path": path,
+        "needs_missing": needs_missing,
+        "missing": missing[:SHOWN],
+        "missing_count": len(missing),
+    }
