@@ -87,7 +87,7 @@ def platform_facts():
         # What `import torch` gets in a script run from the user's directory, if not torch.
         "torch_shadows": locate.find_torch(sys.path, locate.user_cwd())["shadows"],
         # Where compiled extensions are searched for (probes/extension_links.py): absolute.
-        "sys_path": [os.path.abspath(p) for p in sys.path if isinstance(p, str)][:64],
+        "sys_path": [os.path.abspath(p) for p in sys.path if _is_dir(p)][:64],
         "wsl": "microsoft" in release or os.path.exists("/proc/sys/fs/binfmt_misc/WSLInterop"),
         "libc": " ".join(platform.libc_ver()).strip() if uname.system == "Linux" else None,
     }
@@ -112,6 +112,14 @@ ISA_FLAGS = (
     "sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512_vnni", "avx512_bf16",
     "amx_tile", "asimd", "sve", "sve2",
 )  # fmt: skip
+
+
+def _is_dir(entry):
+    """A sys.path entry that is a directory ('' is the current one; path hooks are not)."""
+    try:
+        return isinstance(entry, str) and os.path.isdir(entry or ".")
+    except (OSError, ValueError):
+        return False
 
 
 def _read(path, limit=1 << 20):
