@@ -18,7 +18,16 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from ..probes import conda_owner, container, extension_links, host, network, nvml, toolchain
+from ..probes import (
+    conda_owner,
+    container,
+    extension_links,
+    host,
+    network,
+    nvml,
+    toolchain,
+    torch_leftovers,
+)
 from ..probes.child import torch_probe
 from ..probes.runner import ProbeRun, child_argv, run_probe
 from ..version import __version__
@@ -167,6 +176,8 @@ def _gather(opts: GatherOptions, t0: float, watch: _Watch) -> dict[str, Any]:
         packages = run.stages.get("packages") or {}
     # who owns each torch metadata directory: conda's pytorch carries one too (one install)
     facts["packages"] = conda_owner.annotate(packages, facts["platform"])
+    # torch libraries its RECORD does not list: an older install's, beside this one
+    facts["packages"] = torch_leftovers.annotate(facts["packages"])
     facts["torch"] = torch_facts_from_run(run)
     facts["compiled_extensions"] = _extension_facts(facts, deadline)
     facts["smoke"] = _smoke_facts(opts, run, watch, deadline)

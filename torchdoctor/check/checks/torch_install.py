@@ -10,7 +10,7 @@ from torchdoctor.report.result import Problem, Remedy, Status, Verdict, from_pro
 from ..collect_env import NO_REASON
 from ..record import Facts
 from ..record.probe import TorchProbe
-from . import companions, extension_abi, import_errors, other_pythons, torch_owners
+from . import companions, extension_abi, import_errors, other_pythons, torch_owners, torch_tree
 from .common import (
     Context,
     current_variant,
@@ -131,6 +131,7 @@ def _import_error(facts: Facts) -> Verdict:
     beside = beside or import_errors.libstdcxx(facts, message, because)
     beside = beside or import_errors.foreign_nvidia(facts, message, because)
     beside = beside or import_errors.windows_dll(facts, message, because)
+    beside = beside or torch_tree.remedies(facts)
     if beside:
         remedies = beside
     elif "undefined symbol" in message and "LD_LIBRARY_PATH" in facts.env:
@@ -404,7 +405,9 @@ def check(facts: Facts, ctx: Context) -> Verdict:
         _outside_env(facts),
         _duplicates(facts),
     ]
-    problems = companions.problems(facts) + extension_abi.problems(facts)
+    problems = (
+        companions.problems(facts) + extension_abi.problems(facts) + torch_tree.problems(facts)
+    )
     problems += [p for p in found if p]
     if problems:
         details["problems"] = [p.message for p in problems]

@@ -39,6 +39,8 @@ class TorchDistribution(Record):
     installer: Str  # its INSTALLER file's first line (pip, conda, uv); None: no such file
     conda: CondaOwner  # empty: no conda package lists its files (or not looked: conda_checked)
     conda_checked: Bool  # conda-meta was read for it; None (older facts): ownership unknown
+    # torch/lib libraries its RECORD does not list (None: not told: no RECORD, conda, egg-info)
+    leftover_libs: list[str] | None
 
 
 @record
