@@ -13,7 +13,7 @@ import pytest
 from torchdoctor.check.checks import shadowing
 from torchdoctor.check.checks.common import Context
 from torchdoctor.check.record import load_facts as typed
-from torchdoctor.probes.child.locate import find_torch
+from torchdoctor.probes.child.locate import TORCH_STDLIB, find_torch, stdlib_shadows
 from torchdoctor.report.result import Status
 
 from .conftest import needs_torch
@@ -138,3 +138,60 @@ def test_inspect_with_torch_py_on_pythonpath_loads_with_the_installed_torch(tmp_
     )
     assert "the project torch.py was imported" not in proc.stdout + proc.stderr
     assert proc.returncode == 0, proc.stdout[-2000:]
+
+
+def test_pytorch_14014_script_named_dis_py_hides_the_stdlib_module_torch_imports(tmp_path):
+    """pytorch/pytorch#14014: "module 'dis' has no attribute 'COMPILER_FLAG_NAMES'" during
+    `import torch`, from a script named dis.py; a package named like one counts too, and a file
+    named like a module torch does not import (test.py) is nobody's business."""
+    (tmp_path / "dis.py").write_text("print('mine')\n")
+    (tmp_path / "logging").mkdir()
+    (tmp_path / "logging" / "__init__.py").write_text("")
+    (tmp_path / "test.py").write_text("")
+    (tmp_path / "random").mkdir()  # no __init__.py: a namespace folder loses to the stdlib's
+    found = stdlib_shadows(str(tmp_path))
+    assert found == [
+        {"path": str(tmp_path / "dis.py"), "kind": "stdlib", "via": "cwd"},
+        {"path": str(tmp_path / "logging"), "kind": "stdlib", "via": "cwd"},
+    ]
+
+
+def test_stdlib_names_torch_imports_are_standard_library_modules():
+    assert set(TORCH_STDLIB) <= set(sys.stdlib_module_names)
+
+
+def _stdlib_facts(status: str = "ok", error: str | None = None) -> dict:
+    facts = json.loads((Path(__file__).parent / "facts" / "cpu_linux.json").read_text())
+    facts["platform"]["torch_shadows"] = [
+        {"path": "/home/u/proj/dis.py", "kind": "stdlib", "via": "cwd"}
+    ]
+    if error:
+        facts["torch"] = {"status": status, "error": {"type": "AttributeError", "message": error}}
+    return facts
+
+
+def test_stdlib_shadow_is_a_warning_and_an_error_once_import_torch_failed_on_it():
+    warn = shadowing.check(typed(_stdlib_facts()), Context())
+    assert warn.status == Status.WARN and "dis" in warn.summary
+    message = "module 'dis' has no attribute 'COMPILER_FLAG_NAMES'"
+    fail = shadowing.check(typed(_stdlib_facts("import_error", message)), Context())
+    assert fail.status == Status.FAIL
+    [problem] = fail.problems
+    assert problem.code == "stdlib"
+    assert problem.remedies[0].commands == ("mv /home/u/proj/dis.py /home/u/proj/dis_local.py",)
+
+
+def test_python_m_torchdoctor_beside_a_dis_py_runs_instead_of_a_traceback(tmp_path):
+    """The same failure would hit torchdoctor itself: `python -m` puts the working directory
+    first on sys.path, and click imports inspect, which imports dis."""
+    (tmp_path / "dis.py").write_text("raise SystemExit('the user dis.py was imported')\n")
+    out = subprocess.run(
+        [sys.executable, "-m", "torchdoctor", "check", "--no-smoke", "--json", "--only", ONLY],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert "Traceback" not in out.stderr and "user dis.py" not in out.stderr, out.stderr
+    ids = [f["id"] for f in json.loads(out.stdout)["findings"]]
+    assert "torch.shadowing.stdlib" in ids

@@ -4,7 +4,21 @@ Nothing is imported before the guard: Ctrl-C while click and the CLI load (the f
 is exit 130 with one line, like Ctrl-C at any later moment.
 """
 
+import os
 import sys
+
+
+def _drop_working_directory() -> None:
+    """``python -m torchdoctor`` puts the working directory first on sys.path, so a user's
+    dis.py or random.py there would be imported in place of the standard library's while click
+    loads (pytorch/pytorch#14014 is that failure for torch). torchdoctor itself is imported by
+    then and finds its submodules through its package path: the entry can go."""
+    try:
+        cwd = os.getcwd()
+        if sys.path and os.path.abspath(sys.path[0] or os.curdir) == cwd:
+            del sys.path[0]
+    except OSError:  # a deleted working directory holds nothing to import
+        pass
 
 
 def entry() -> None:
@@ -17,4 +31,5 @@ def entry() -> None:
 
 
 if __name__ == "__main__":
+    _drop_working_directory()
     entry()

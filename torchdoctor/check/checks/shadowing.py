@@ -23,6 +23,7 @@ FINDINGS = {
     "module": "a torch.py file hides the installed torch",
     "package": "a torch/ package hides the installed torch",
     "namespace": "a bare torch/ folder imports as an empty namespace package",
+    "stdlib": "a file named like a standard-library module torch imports hides that module",
 }
 
 WHERE = {"cwd": "in the current directory", "sys.path": "on PYTHONPATH/sys.path"}
@@ -55,11 +56,32 @@ def _finding(shadow: Shadow, torch_found: bool) -> Problem:
     return Problem(code, Status.FAIL, f"the {what} {path} {where} hides torch: {effect}", [rename])
 
 
+def _stdlib_finding(facts: Facts, shadow: Shadow) -> Problem:
+    """pytorch/pytorch#14014: a script named dis.py; `import torch` imports inspect, which takes
+    the script for the standard library's dis ("module 'dis' has no attribute ...")."""
+    path = str(shadow.path)
+    module = os.path.splitext(os.path.basename(path.rstrip("/\\")))[0]
+    error = facts.torch.error.message if facts.torch.error else ""
+    broke = facts.torch.status == "import_error" and f"'{module}'" in (error or "")
+    rename = Remedy(
+        f"Rename {path} (and the imports of it in your own code): a script run from this "
+        f"directory imports it in place of the standard library's {module}, which torch needs.",
+        (f"mv {shlex.quote(path)} {shlex.quote(_renamed(path, 'module'))}",),
+        evidence=("platform.torch_shadows", *(("torch.error.message",) if broke else ())),
+    )
+    effect = "and `import torch` failed on it" if broke else "which `import torch` imports"
+    why = f"{path} in the current directory hides the standard library's {module}, {effect}"
+    return Problem("stdlib", Status.FAIL if broke else Status.WARN, why, [rename])
+
+
 def check(facts: Facts, ctx: Context) -> Verdict:
     shadows = facts.platform.torch_shadows
     if shadows is None:
         return verdict(Status.SKIP, "the probe did not look for files that hide torch")
-    found = [_finding(s, facts.torch.status == "ok") for s in shadows]
+    found = [
+        _stdlib_finding(facts, s) if s.kind == "stdlib" else _finding(s, facts.torch.status == "ok")
+        for s in shadows
+    ]
     details = {"shadows": [s.raw for s in shadows]} if shadows else {}
-    passed = "no torch.py or torch/ on the path hides the installed torch"
+    passed = "no torch.py or torch/ on the path hides the installed torch, no file here the standard library"
     return from_problems(found, details, passed)

@@ -11,10 +11,11 @@ from .base import Bool, Int, Str, record
 
 @record
 class Shadow(Record):
-    """A torch.py, torch/ or namespace folder that ``import torch`` would find first."""
+    """A torch.py, torch/ or namespace folder that ``import torch`` would find first, or a file
+    named like a standard-library module torch imports (kind stdlib)."""
 
     path: Str
-    kind: Str  # module | package | namespace
+    kind: Str  # module | package | namespace | stdlib
     via: Str
 
 

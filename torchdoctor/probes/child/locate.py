@@ -44,6 +44,53 @@ def _shadow(entry, spec, via):
     return {"path": os.path.abspath(path), "kind": kind, "via": via}
 
 
+# Standard-library modules that `import torch` imports and a fresh interpreter has not already
+# loaded (builtins and start-up modules cannot be shadowed): measured on torch 2.13.0 (CPU),
+# Python 3.11.7, 2026-11-26, as the top-level names in sys.modules after `import torch`, less
+# those present after start-up. A file named like one of them in the directory a script runs from
+# is imported instead: pytorch/pytorch#14014, a script named dis.py ("module 'dis' has no
+# attribute 'COMPILER_FLAG_NAMES'" from inspect, during `import torch`).
+TORCH_STDLIB = (
+    "argparse", "array", "ast", "asyncio", "base64", "binascii", "bisect", "bz2", "calendar",
+    "cmath", "concurrent", "contextvars", "copy", "csv", "ctypes", "dataclasses", "datetime",
+    "difflib", "dis", "email", "fcntl", "gettext", "glob", "grp", "gzip", "hashlib", "heapq",
+    "http", "inspect", "json", "linecache", "locale", "logging", "lzma", "math", "mmap",
+    "multiprocessing", "numbers", "opcode", "pickle", "pickletools", "pkgutil", "platform",
+    "pprint", "queue", "quopri", "random", "runpy", "select", "selectors", "shutil", "signal",
+    "socket", "ssl", "string", "struct", "subprocess", "tarfile", "tempfile", "textwrap",
+    "threading", "timeit", "token", "tokenize", "traceback", "typing", "unittest", "uuid",
+    "weakref", "zipfile", "zlib",
+)  # fmt: skip
+MAX_CWD_ENTRIES = 100_000  # a huge working directory is read this far, not whole
+
+
+def stdlib_shadows(cwd):
+    """Files and packages in ``cwd`` named like a standard-library module torch imports."""
+    if not cwd:
+        return []
+    names = set()
+    try:
+        with os.scandir(cwd) as it:
+            for i, entry in enumerate(it):
+                if i >= MAX_CWD_ENTRIES:
+                    break
+                names.add(entry.name)
+    except OSError:
+        return []
+    builtin = set(sys.builtin_module_names)
+    out = []
+    for module in TORCH_STDLIB:
+        if module in builtin:
+            continue
+        file, package = module + ".py", os.path.join(cwd, module, "__init__.py")
+        if file in names and os.path.isfile(os.path.join(cwd, file)):
+            out.append({"path": os.path.join(cwd, file), "kind": "stdlib", "via": "cwd"})
+        elif module in names and os.path.isfile(package):
+            path = os.path.join(cwd, module)
+            out.append({"path": path, "kind": "stdlib", "via": "cwd"})
+    return out
+
+
 def find_torch(entries, cwd=None):
     """The installed torch among ``entries`` (a sys.path: the probe child puts no folder of ours
     on it), and the shadows a user's script started in ``cwd`` would import first, in order.
