@@ -371,7 +371,7 @@ def _cuda_build(facts: Facts, ctx: Context, details: dict) -> Verdict:
     details |= quoted(said(facts, *(f"torch.cuda.warnings.{i}" for i in range(len(cuda.warnings)))))
     if cuda.available:
         return verdict(Status.PASS, f"CUDA available: {cuda.device_count} device(s)", details)
-    if ctx.expect in ("cpu", "mps"):
+    if ctx.expect in ("cpu", "mps", "xpu"):
         return verdict(
             Status.SKIP, f"CUDA build but CUDA unavailable (expected: {ctx.expect})", details
         )
