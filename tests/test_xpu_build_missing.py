@@ -198,3 +198,16 @@ def test_discrete_table_knows_the_cards_of_the_threads_and_no_igpu():
     assert all(len(d) == 6 and d == d.lower() for d in xpu_data.DISCRETE)
     assert set(xpu_data.IPEX_FOR_TORCH) <= set(xpu_data.XPU_RELEASES)
     assert xpu_data.ipex_is_xpu_build("1.10.200+gpu") and not xpu_data.ipex_is_xpu_build("1.11.0")
+
+
+def test_cuda_wheel_beside_an_arc_and_no_nvidia_gpu_is_pointed_at_xpu_not_the_cpu_wheel():
+    f = load_facts("h100_healthy")
+    f["nvml"] = {"status": "unavailable", "error": "NVMLError_LibraryNotFound", "devices": []}
+    f["torch"]["cuda"] = {"available": False, "device_count": 0, "devices": [], "warnings": []}
+    f["host"]["nvidia"] = {"dev_nodes": [], "proc_driver_version": None, "uvm_loaded": False}
+    f["host"]["pci_gpus"] = [_pci("0x56a0")]
+    report = engine.diagnose(read_facts(f), Context(), engine.select(["cuda.available", "xpu"]))
+    cuda, intel = report.checks
+    assert cuda.status == Status.SKIP and "xpu check" in cuda.summary
+    (problem,) = intel.problems
+    assert f"torch==2.11.0 {XPU_INDEX}" in problem.remedies[0].commands[0]

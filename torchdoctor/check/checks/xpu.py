@@ -9,6 +9,7 @@ from torchdoctor.data import xpu as xpu_data
 from torchdoctor.report.result import Problem, Remedy, Status, Verdict, from_problems, verdict
 
 from ..record import Facts
+from . import bus_gpus
 from .common import (
     Context,
     grounded,
@@ -95,16 +96,6 @@ def check(facts: Facts, ctx: Context) -> Verdict:
 # (intel/intel-extension-for-pytorch#244, pytorch/pytorch#150260).
 
 
-def _discrete(facts: Facts) -> list[tuple[int, str]]:
-    """(index in host.pci_gpus, family) of each discrete Intel GPU on the PCI bus."""
-    found = []
-    for i, g in enumerate(facts.host.pci_gpus or []):
-        family = xpu_data.discrete_family(g.vendor, g.device)
-        if family:
-            found.append((i, family))
-    return found
-
-
 def _intel_on_bus(facts: Facts) -> list[int]:
     return [i for i, g in enumerate(facts.host.pci_gpus or []) if g.vendor == xpu_data.INTEL]
 
@@ -137,7 +128,7 @@ def _intent(facts: Facts, ctx: Context) -> tuple[Status, str, tuple[str, ...]] |
     if ipex and xpu_data.ipex_is_xpu_build(ipex):
         why = f"{xpu_data.IPEX} {ipex} (an XPU build) is installed and needs an XPU torch"
         return Status.FAIL, why, (IPEX_PATH,)
-    discrete = _discrete(facts)
+    discrete = bus_gpus.intel_discrete(facts)
     intel = _intel_on_bus(facts)
     if ipex and intel:
         why = f"{xpu_data.IPEX} {ipex} is installed beside an Intel GPU"
@@ -254,7 +245,9 @@ def _no_wheel_fix(facts: Facts, because: tuple[str, ...]) -> Remedy:
 
 def _driver_fix(facts: Facts) -> Remedy | None:
     """A discrete Intel GPU no kernel driver serves: the XPU wheel alone will not see it."""
-    idle = [i for i, _ in _discrete(facts) if not (facts.host.pci_gpus or [])[i].driver]
+    idle = [
+        i for i, _ in bus_gpus.intel_discrete(facts) if not (facts.host.pci_gpus or [])[i].driver
+    ]
     if not idle or facts.platform.system != "Linux":
         return None
     return Remedy(
