@@ -96,10 +96,6 @@ def check(facts: Facts, ctx: Context) -> Verdict:
 # (intel/intel-extension-for-pytorch#244, pytorch/pytorch#150260).
 
 
-def _intel_on_bus(facts: Facts) -> list[int]:
-    return [i for i, g in enumerate(facts.host.pci_gpus or []) if g.vendor == xpu_data.INTEL]
-
-
 def _nvidia_present(facts: Facts) -> bool:
     on_bus = any(g.vendor == "0x10de" for g in facts.host.pci_gpus or [])
     return on_bus or bool(nvml_gpus(facts))
@@ -129,15 +125,16 @@ def _intent(facts: Facts, ctx: Context) -> tuple[Status, str, tuple[str, ...]] |
         why = f"{xpu_data.IPEX} {ipex} (an XPU build) is installed and needs an XPU torch"
         return Status.FAIL, why, (IPEX_PATH,)
     discrete = bus_gpus.intel_discrete(facts)
-    intel = _intel_on_bus(facts)
-    if ipex and intel:
-        why = f"{xpu_data.IPEX} {ipex} is installed beside an Intel GPU"
-        return Status.WARN, why, (IPEX_PATH, *(f"host.pci_gpus.{i}.vendor" for i in intel))
+    # IPEX's CPU build alone proves nothing: it is a CPU library too. Beside an integrated GPU
+    # (intel/intel-extension-for-pytorch#244's Alder Lake) only --expect xpu says XPU was meant.
     if discrete and not _nvidia_present(facts) and facts.torch.build.variant in ("cpu", "cuda"):
         i, family = discrete[0]
         g = (facts.host.pci_gpus or [])[i]
         why = f"a discrete Intel GPU, {family} ({g.address}, device {g.device}), goes unused"
-        return Status.WARN, why, tuple(f"host.pci_gpus.{j}.device" for j, _ in discrete)
+        if ipex:
+            why += f" with {xpu_data.IPEX} {ipex} installed"
+        paths = tuple(f"host.pci_gpus.{j}.device" for j, _ in discrete)
+        return Status.WARN, why, (*paths, *((IPEX_PATH,) if ipex else ()))
     return None
 
 
