@@ -13,6 +13,7 @@ from torchdoctor.check import engine
 from torchdoctor.check.checks import xpu
 from torchdoctor.check.checks.common import Context
 from torchdoctor.check.record import read_facts
+from torchdoctor.data import compat
 from torchdoctor.data import xpu as xpu_data
 from torchdoctor.report.result import Status
 
@@ -200,7 +201,7 @@ def test_discrete_table_knows_the_cards_of_the_threads_and_no_igpu():
     assert xpu_data.discrete_family("0x10de", "0x56a0") is None  # another vendor's ID
     assert xpu_data.discrete_family("0x8086", "0x46a6") is None  # Alder Lake iGPU
     assert all(len(d) == 6 and d == d.lower() for d in xpu_data.DISCRETE)
-    assert set(xpu_data.IPEX_FOR_TORCH) <= set(xpu_data.XPU_RELEASES)
+    assert set(xpu_data.IPEX_FOR_TORCH) <= set(xpu_data.XPU_RELEASES) <= set(compat.RELEASES)
     assert xpu_data.ipex_is_xpu_build("1.10.200+gpu") and not xpu_data.ipex_is_xpu_build("1.11.0")
 
 
