@@ -77,7 +77,7 @@ def test_json_report_lists_each_problem_under_its_check(tmp_path):
     assert toolkit["commands"][-1].endswith("--only container")
 
 
-@pytest.mark.parametrize("expect", ["auto", "cpu", "cuda", "mps"])
+@pytest.mark.parametrize("expect", ["auto", "cpu", "cuda", "mps", "xpu"])
 def test_every_problem_code_a_check_emits_is_declared(expect):
     """Over the whole corpus: an undeclared code would be an id with no page and no list entry."""
     for name in CORPUS:

@@ -232,7 +232,7 @@ CORPUS = sorted(p.stem for p in FACTS_DIR.glob("*.json"))
 
 
 @pytest.mark.parametrize("name", CORPUS)
-@pytest.mark.parametrize("expect", ["auto", "cpu", "cuda", "mps"])
+@pytest.mark.parametrize("expect", ["auto", "cpu", "cuda", "mps", "xpu"])
 def test_every_warn_and_fail_from_a_check_carries_its_own_remedy(facts, name, expect):
     """Checked on the checks themselves, before the engine's safety net adds a generic one."""
     f = facts(name)

@@ -145,7 +145,7 @@ def resolve_format(fmt: str | None, as_json: bool) -> str:
     return "json" if as_json else (fmt or "text")
 
 
-EXPECT = ("auto", "cpu", "cuda", "mps")
+EXPECT = ("auto", "cpu", "cuda", "mps", "xpu")
 
 
 def selection_options() -> list:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 from torchdoctor.data import compat
+from torchdoctor.data import xpu as xpu_data
 from torchdoctor.report.result import Remedy
 
 from ..record import Facts
@@ -170,3 +171,14 @@ def amd_gpu_unused(facts: Facts) -> tuple[str, list[Remedy]] | None:
         evidence=because,
     )
     return why, [fix]
+
+
+def intel_discrete(facts: Facts) -> list[tuple[int, str]]:
+    """(index in host.pci_gpus, product family) of each discrete Intel GPU (Arc, Data Center GPU
+    Flex/Max) on the PCI bus, told by device ID: an integrated one is not listed."""
+    found = []
+    for i, g in enumerate(facts.host.pci_gpus or []):
+        family = xpu_data.discrete_family(g.vendor, g.device)
+        if family:
+            found.append((i, family))
+    return found

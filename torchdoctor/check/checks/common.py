@@ -20,7 +20,7 @@ from ..record.report import ReportEvidence
 class Context:
     """How to judge: what the environment is expected to provide."""
 
-    expect: str = "auto"  # auto | cpu | cuda | mps
+    expect: str = "auto"  # auto | cpu | cuda | mps | xpu
     smoke: bool = True
 
 

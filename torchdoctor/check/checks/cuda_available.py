@@ -371,7 +371,7 @@ def _cuda_build(facts: Facts, ctx: Context, details: dict) -> Verdict:
     details |= quoted(said(facts, *(f"torch.cuda.warnings.{i}" for i in range(len(cuda.warnings)))))
     if cuda.available:
         return verdict(Status.PASS, f"CUDA available: {cuda.device_count} device(s)", details)
-    if ctx.expect in ("cpu", "mps"):
+    if ctx.expect in ("cpu", "mps", "xpu"):
         return verdict(
             Status.SKIP, f"CUDA build but CUDA unavailable (expected: {ctx.expect})", details
         )
@@ -379,6 +379,10 @@ def _cuda_build(facts: Facts, ctx: Context, details: dict) -> Verdict:
         return _rocm_unavailable(facts, ctx, details)
     reason = _why_unavailable(facts, ctx.expect)
     details["reason"] = reason.code
+    if reason.code == "no_gpu" and ctx.expect == "auto" and bus_gpus.intel_discrete(facts):
+        # The CPU wheel is the wrong advice beside an Arc: xpu.build-missing offers the XPU one.
+        why = "CUDA build of torch, no NVIDIA GPU, a discrete Intel GPU: see the xpu check"
+        return verdict(Status.SKIP, why, details)
     if reason.code == "no_gpu" and ctx.expect == "auto" and reason.gpu_absence_known:
         # gpu-wheel-no-gpu: nothing breaks, but the environment carries GBs of CUDA for nothing.
         fixes = [

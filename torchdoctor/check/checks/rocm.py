@@ -167,7 +167,7 @@ def _invalid_function(facts: Facts, bad: Status) -> Verdict | None:
 
 
 def check(facts: Facts, ctx: Context) -> Verdict:
-    bad = Status.WARN if ctx.expect in ("cpu", "mps") else Status.FAIL
+    bad = Status.WARN if ctx.expect in ("cpu", "mps", "xpu") else Status.FAIL
     pasted = _invalid_function(facts, bad)
     if pasted:
         return pasted

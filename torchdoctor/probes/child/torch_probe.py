@@ -190,6 +190,7 @@ def _sysctl(name):
 COMPANIONS = (
     "torch", "torchvision", "torchaudio", "torchtext", "numpy", "triton", "pytorch-triton-rocm",
     "xformers", "torch-scatter", "torch-sparse", "torch-cluster", "torch-spline-conv", "pyg-lib",
+    "intel-extension-for-pytorch",  # its XPU build needs an XPU torch (the xpu check)
 )  # fmt: skip
 # Companions with compiled code linked against torch: imported after torch to catch their real
 # error, with the CUDA version each says it was built for (where it says).
