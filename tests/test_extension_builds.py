@@ -353,6 +353,27 @@ def test_probe_finds_a_cudaextension_build_in_a_project_and_not_in_venvs_or_comm
     assert first == {"path": "setup.py", "marker": "CUDAExtension"}  # build files first
 
 
+def test_probe_finds_gandissects_aliased_load_three_folders_down_gandissect_19(tmp_path):
+    """CSAILVision/gandissect#19 builds PrRoIPool at import time through
+    ``from torch.utils.cpp_extension import load as load_extension`` with a .cu source, in
+    netdissect/upsegmodel/prroi_pool/functional.py."""
+    deep = tmp_path / "netdissect" / "upsegmodel" / "prroi_pool"
+    deep.mkdir(parents=True)
+    (deep / "functional.py").write_text(
+        "from os.path import join as pjoin\n"
+        "from torch.utils.cpp_extension import load as load_extension\n"
+        "_p = load_extension('_prroi_pooling', [pjoin('src', 'prroi_pooling_gpu.c'), "
+        "pjoin('src', 'prroi_pooling_gpu_impl.cu')], verbose=True)\n"
+    )
+    found = toolchain.project_facts(str(tmp_path))["cuda_builds"]
+    assert found == [
+        {
+            "path": os.path.join("netdissect", "upsegmodel", "prroi_pool", "functional.py"),
+            "marker": "cpp_extension.load with CUDA sources",
+        }
+    ]
+
+
 def test_probe_project_look_is_bounded(tmp_path, monkeypatch):
     for i in range(30):
         (tmp_path / f"m{i:02}.py").write_text("x = 1\n")

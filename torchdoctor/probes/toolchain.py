@@ -193,10 +193,11 @@ def host_limits(cuda_home: str) -> dict[str, int]:
 
 # --- does the project here build a CUDA extension? ---
 
-PROJECT_DEPTH = 2  # the working directory, its folders and theirs
+PROJECT_DEPTH = 3  # the working directory and three folders down (a package's csrc/ops)
 PROJECT_MAX_ENTRIES = 4000  # directory entries looked at, in all
 PROJECT_MAX_FILES = 200  # files read, in all
 PROJECT_FILE_LIMIT = 512 * 1024  # bytes per file: a build script is small
+PROJECT_MAX_BYTES = 16 * 1024 * 1024  # bytes read, in all
 PROJECT_TIME_S = 2.0  # a slow or huge tree costs at most this
 BUILD_FILES = ("setup.py", "pyproject.toml", "setup.cfg")
 # folders that hold someone else's code or nothing of the project's
@@ -235,6 +236,17 @@ def _cu_strings(node: ast.Call) -> bool:
     return False
 
 
+def _loaders(tree: ast.AST) -> set[str]:
+    """The names a module calls cpp_extension's load()/load_inline() by: ``load``,
+    ``load_inline``, and their aliases (``from torch.utils.cpp_extension import load as
+    load_extension``, as gandissect's prroi_pool does)."""
+    names = {"load", "load_inline"}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").endswith("cpp_extension"):
+            names.update(a.asname for a in node.names if a.asname and a.name.startswith("load"))
+    return names
+
+
 def python_marker(text: str) -> str | None:
     """A module that calls CUDAExtension(...), or cpp_extension's load()/load_inline() with .cu
     sources. Parsed, never run: a mention in a comment or a string is not a build."""
@@ -244,15 +256,15 @@ def python_marker(text: str) -> str | None:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
-    uses_cpp_extension = "cpp_extension" in text
+    loaders = _loaders(tree) if "cpp_extension" in text else set()
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
             continue
         name = _call_name(node)
         if name == "CUDAExtension":
             return "CUDAExtension"
-        if name in ("load", "load_inline") and uses_cpp_extension and _cu_strings(node):
-            return f"cpp_extension.{name} with CUDA sources"
+        if name in loaders and _cu_strings(node):
+            return "cpp_extension.load with CUDA sources"
     return None
 
 
@@ -278,6 +290,7 @@ class _Budget:
     def __init__(self) -> None:
         self.entries = 0
         self.files = 0
+        self.bytes = 0
         self.until = time.monotonic() + PROJECT_TIME_S
         self.truncated = False
 
@@ -285,6 +298,7 @@ class _Budget:
         if (
             self.entries >= PROJECT_MAX_ENTRIES
             or self.files >= PROJECT_MAX_FILES
+            or self.bytes >= PROJECT_MAX_BYTES
             or time.monotonic() > self.until
         ):
             self.truncated = True
@@ -334,14 +348,14 @@ def project_facts(root: str | None = None, depth: int = PROJECT_DEPTH) -> dict[s
     budget = _Budget()
     builds: list[dict[str, str]] = []
     for entry in _candidates(root, depth, budget):
-        if budget.files >= PROJECT_MAX_FILES:
-            budget.truncated = True
+        if budget.spent():
             break
         budget.files += 1
         try:
             data = read_bounded(entry.path, PROJECT_FILE_LIMIT, allow_stdin=False)
         except InputError:
             continue  # too big, unreadable, or no longer a regular file
+        budget.bytes += len(data)
         marker = build_marker(entry.name, data.decode("utf-8", "replace"))
         if marker:
             builds.append({"path": os.path.relpath(entry.path, root), "marker": marker})
