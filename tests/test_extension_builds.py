@@ -148,6 +148,17 @@ def test_gcc_6_with_nvcc_9_0_detectron2_761_fails_in_torch_headers_not_at_the_ga
     assert "sudo apt-get install -y cuda-toolkit-9-2" in commands(result)  # 9.2 fixed <tuple>
 
 
+def test_on_rocky_linux_the_older_gcc_comes_from_gcc_toolset(facts):
+    f = with_nvcc(facts("h100_healthy"), "12.4", "12.4.131")
+    f["platform"]["distro"] = {"id": "rocky", "version_id": "9.4"}
+    f["toolchain"]["host_cc"] = gcc("14.2.1")
+    result = judge(f)
+    bin_ = "/opt/rh/gcc-toolset-13/root/usr/bin"
+    assert "sudo dnf install -y gcc-toolset-13-gcc gcc-toolset-13-gcc-c++" in commands(result)
+    assert f"export CC={bin_}/gcc CXX={bin_}/g++ CUDAHOSTCXX={bin_}/g++" in commands(result)
+    assert not any("apt-get" in c and "gcc" in c for c in commands(result))
+
+
 def test_allow_unsupported_compiler_in_nvcc_append_flags_is_the_users_choice(facts):
     f = facts("h100_healthy")
     f["toolchain"]["host_cc"] = gcc("16.1.0")

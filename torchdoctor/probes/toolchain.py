@@ -144,6 +144,8 @@ def host_compiler_name(environ: Mapping[str, str]) -> tuple[str, str]:
         return prepended, "-ccbin in NVCC_PREPEND_FLAGS"
     if environ.get("NVCC_CCBIN"):
         return environ["NVCC_CCBIN"], "NVCC_CCBIN"
+    if os.name == "nt":
+        return "cl", "cl on PATH (nvcc's default host compiler on Windows)"
     return "gcc", "gcc on PATH (nvcc's default host compiler)"
 
 

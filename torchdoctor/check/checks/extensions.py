@@ -262,10 +262,26 @@ def _host_evidence(facts: Facts) -> tuple[str, ...]:
     )
 
 
+RHEL_LIKE = ("rhel", "centos", "rocky", "almalinux", "ol")
+
+
+def _gcc_install(facts: Facts, n: int) -> tuple[tuple[str, ...], str, str]:
+    """(install commands, gcc, g++) for GCC ``n`` beside the system compiler: Debian/Ubuntu's
+    gcc-N packages, RHEL's gcc-toolset-N; elsewhere the distribution's own way (no command)."""
+    distro = (facts.platform.distro.id or "").lower()
+    if distro in RHEL_LIKE:
+        root = f"/opt/rh/gcc-toolset-{n}/root/usr/bin"
+        cmd = f"sudo dnf install -y gcc-toolset-{n}-gcc gcc-toolset-{n}-gcc-c++"
+        return (cmd,), f"{root}/gcc", f"{root}/g++"
+    if distro in ("", "ubuntu", "debian", "linuxmint", "pop"):
+        return (f"sudo apt-get install -y gcc-{n} g++-{n}",), f"gcc-{n}", f"g++-{n}"
+    return (), f"gcc-{n}", f"g++-{n}"
+
+
 def use_older_gcc(tc: Toolchain, facts: Facts, newest: int) -> Remedy:
     """Install the newest g++ this nvcc takes and point the build at it, through the variable
     that decides here (torch passes -ccbin $CC; a -ccbin in NVCC_APPEND_FLAGS overrides that)."""
-    gcc, gxx = f"gcc-{newest}", f"g++-{newest}"
+    install, gcc, gxx = _gcc_install(facts, newest)
     appended = facts.env.get("NVCC_APPEND_FLAGS") or ""
     if (tc.host_cc.source or "").startswith("-ccbin in NVCC_APPEND_FLAGS"):
         flags = re.sub(r"(-ccbin|--compiler-bindir)(=|\s+)\S+", rf"\1\2{gcc}", appended)
@@ -274,11 +290,14 @@ def use_older_gcc(tc: Toolchain, facts: Facts, newest: int) -> Remedy:
         # CXX too: cpp_extension checks the C++ compiler against the same CUDA (its
         # CUDA_GCC_VERSIONS) and compiles the .cpp files with it; CUDAHOSTCXX for CMake builds
         point = (f"export CC={gcc} CXX={gxx} CUDAHOSTCXX={gxx}",)
+    how = (
+        "install it beside the system compiler" if install else "install it from your distribution"
+    )
     return Remedy(
-        f"Build with GCC {newest}, the newest this nvcc takes: install it beside the system "
-        f"compiler and point the build at it (torch passes -ccbin $CC to nvcc).",
-        (f"sudo apt-get install -y {gcc} {gxx}", *point),
-        _host_evidence(facts),
+        f"Build with GCC {newest}, the newest this nvcc takes: {how} and point the build at it "
+        f"(torch passes -ccbin $CC to nvcc).",
+        (*install, *point),
+        (*_host_evidence(facts), *grounded(facts, "platform.distro.id")),
     )
 
 
@@ -323,6 +342,8 @@ def host_compiler_problem(tc: Toolchain, facts: Facts) -> Problem | None:
     """nvcc's host compiler past the toolkit's gate ('unsupported GNU version!'), or past what
     torch's headers compile with (nvcc 9.0/9.1 with GCC 6's <tuple>)."""
     nvcc, host = _mm(tc.nvcc.release), tc.host_cc
+    if facts.platform.system not in (None, "Linux"):
+        return None  # Windows' nvcc runs cl.exe, whose gate is not judged here
     if not (nvcc and host.path and host.kind in ("gcc", "clang")):
         return None
     major = _major(host.version)
