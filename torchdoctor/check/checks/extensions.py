@@ -243,7 +243,8 @@ def host_ceiling(tc: Toolchain, nvcc: tuple[int, int]) -> tuple[int | None, int 
     if tc.cuda_home.host_gcc_max is not None:
         gate, where = tc.cuda_home.host_gcc_max, f"{tc.cuda_home.path}/include/crt/host_config.h"
     else:
-        gate, where = host_compilers.gate(nvcc, tc.nvcc.version), "NVIDIA's host compiler table"
+        gate = host_compilers.gate(nvcc, tc.nvcc.version)
+        where = f"CUDA {archs.fmt(nvcc)}'s host_config.h, per torchdoctor's table"
     torch_limit = host_compilers.torch_limit(nvcc)
     return gate, (torch_limit if torch_limit is not None else gate), where
 
