@@ -40,6 +40,13 @@ TORCH_ENV_VARS = (
     "LD_PRELOAD",
     "PYTHONNOUSERSITE",
     "CONDA_PREFIX",
+    # Which host compiler nvcc runs, and whether its version gate is off (extensions check).
+    "CC",
+    "CXX",
+    "CUDAHOSTCXX",
+    "NVCC_CCBIN",
+    "NVCC_PREPEND_FLAGS",
+    "NVCC_APPEND_FLAGS",
     # A distributed launch (torchrun, Slurm): hostnames, ports and counts, never credentials.
     "MASTER_ADDR",
     "MASTER_PORT",

@@ -3,14 +3,19 @@
 torch.utils.cpp_extension refuses an nvcc whose CUDA major differs from torch's ("The detected
 CUDA version ... mismatches the version that was used to compile PyTorch"), warns on a minor
 mismatch, needs ninja for ``load()``, and compiles for TORCH_CUDA_ARCH_LIST when it is set.
+nvcc refuses a host compiler newer than its toolkit knows ("unsupported GNU version!"), and with
+no toolkit at all a CUDAExtension build stops at "CUDA_HOME environment variable is not set";
+the latter is judged only where the user shows they build one (a project here that builds a
+CUDA extension, or CUDA_HOME set), so a machine that only runs wheels stays quiet.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Any
 
-from torchdoctor.data import archs, compat
+from torchdoctor.data import archs, compat, host_compilers
 from torchdoctor.report.result import Problem, Remedy, Status, Verdict, from_problems, verdict
 
 from ..record import Facts
@@ -22,6 +27,7 @@ from .common import (
     grounded,
     install_wheel,
     python_cmd,
+    set_env,
     torch_ok,
     torch_unavailable,
     wheel_evidence,
@@ -41,6 +47,8 @@ FINDINGS = {
     "cuda-home-no-headers": "CUDA_HOME has no CUDA headers",
     "arch-list-uncovered": "TORCH_CUDA_ARCH_LIST does not cover this machine's GPUs",
     "toolkit-cpu-torch": "a CUDA toolkit beside a CPU build of torch, with CUDA expected",
+    "host-compiler-too-new": "nvcc refuses the host compiler (gcc/clang) as too new for its CUDA",
+    "cuda-toolkit-missing": "a CUDA extension is to be built here, but no CUDA toolkit (nvcc) is found",
 }
 
 
@@ -214,8 +222,284 @@ def headers_missing(tc: Toolchain, facts: Facts) -> Problem | None:
     )
 
 
+_ALLOW_UNSUPPORTED = re.compile(r"(?:^|\s)--?allow-unsupported-compiler(?:\s|=|$)")
+
+
+def allows_unsupported(facts: Facts) -> str | None:
+    """The NVCC_*_FLAGS variable that turns nvcc's host compiler gate off, if one does."""
+    for var in ("NVCC_APPEND_FLAGS", "NVCC_PREPEND_FLAGS"):
+        if _ALLOW_UNSUPPORTED.search(facts.env.get(var) or ""):
+            return var
+    return None
+
+
+def _major(version: str | None) -> int | None:
+    m = re.match(r"(\d+)", version or "")
+    return int(m.group(1)) if m else None
+
+
+def host_ceiling(tc: Toolchain, nvcc: tuple[int, int]) -> tuple[int | None, int | None, str]:
+    """(nvcc's GCC gate, the newest GCC torch's headers compile with, where the gate was read)."""
+    if tc.cuda_home.host_gcc_max is not None:
+        gate, where = tc.cuda_home.host_gcc_max, f"{tc.cuda_home.path}/include/crt/host_config.h"
+    else:
+        gate = host_compilers.gate(nvcc, tc.nvcc.version)
+        where = f"CUDA {archs.fmt(nvcc)}'s host_config.h, per torchdoctor's table"
+    torch_limit = host_compilers.torch_limit(nvcc)
+    return gate, (torch_limit if torch_limit is not None else gate), where
+
+
+def _host_evidence(facts: Facts) -> tuple[str, ...]:
+    return grounded(
+        facts,
+        "toolchain.host_cc.version",
+        "toolchain.host_cc.kind",
+        "toolchain.host_cc.source",
+        "toolchain.nvcc.release",
+        "toolchain.cuda_home.host_gcc_max",
+        "env.CC",
+        "env.NVCC_CCBIN",
+        "env.NVCC_APPEND_FLAGS",
+    )
+
+
+RHEL_LIKE = ("rhel", "centos", "rocky", "almalinux", "ol")
+
+
+def _gcc_install(facts: Facts, n: int) -> tuple[tuple[str, ...], str, str]:
+    """(install commands, gcc, g++) for GCC ``n`` beside the system compiler: Debian/Ubuntu's
+    gcc-N packages, RHEL's gcc-toolset-N; elsewhere the distribution's own way (no command)."""
+    distro = (facts.platform.distro.id or "").lower()
+    if distro in RHEL_LIKE:
+        root = f"/opt/rh/gcc-toolset-{n}/root/usr/bin"
+        cmd = f"sudo dnf install -y gcc-toolset-{n}-gcc gcc-toolset-{n}-gcc-c++"
+        return (cmd,), f"{root}/gcc", f"{root}/g++"
+    if distro in ("", "ubuntu", "debian", "linuxmint", "pop"):
+        return (f"sudo apt-get install -y gcc-{n} g++-{n}",), f"gcc-{n}", f"g++-{n}"
+    return (), f"gcc-{n}", f"g++-{n}"
+
+
+def use_older_gcc(tc: Toolchain, facts: Facts, newest: int) -> Remedy:
+    """Install the newest g++ this nvcc takes and point the build at it, through the variable
+    that decides here (torch passes -ccbin $CC; a -ccbin in NVCC_APPEND_FLAGS overrides that)."""
+    install, gcc, gxx = _gcc_install(facts, newest)
+    appended = facts.env.get("NVCC_APPEND_FLAGS") or ""
+    if (tc.host_cc.source or "").startswith("-ccbin in NVCC_APPEND_FLAGS"):
+        flags = re.sub(r"(-ccbin|--compiler-bindir)(=|\s+)\S+", rf"\1\2{gcc}", appended)
+        point = (set_env(facts, "NVCC_APPEND_FLAGS", flags),)
+    else:
+        # CXX too: cpp_extension checks the C++ compiler against the same CUDA (its
+        # CUDA_GCC_VERSIONS) and compiles the .cpp files with it; CUDAHOSTCXX for CMake builds
+        point = (f"export CC={gcc} CXX={gxx} CUDAHOSTCXX={gxx}",)
+    how = (
+        "install it beside the system compiler" if install else "install it from your distribution"
+    )
+    return Remedy(
+        f"Build with GCC {newest}, the newest this nvcc takes: {how} and point the build at it "
+        f"(torch passes -ccbin $CC to nvcc).",
+        (*install, *point),
+        (*_host_evidence(facts), *grounded(facts, "platform.distro.id")),
+    )
+
+
+def newer_toolkit(tc: Toolchain, facts: Facts, gcc_major: int) -> Remedy | None:
+    """Or a toolkit of torch's CUDA major that accepts this GCC (cpp_extension refuses another
+    major, and only warns on another minor)."""
+    torch_cuda = _mm(facts.torch.build.cuda)
+    if not torch_cuda:
+        return None
+    first = host_compilers.first_accepting(gcc_major, torch_cuda[0])
+    if not first:
+        return None
+    installed = [
+        (mm, i, k.path)
+        for i, k in enumerate(tc.toolkits)
+        if k.has_headers and (mm := _mm(k.release)) and mm[0] == first[0] and mm >= first
+    ]
+    because = (*_host_evidence(facts), *grounded(facts, "torch.build.cuda"))
+    want = archs.fmt(first)
+    if installed:
+        mm, i, path = min(installed)
+        return Remedy(
+            f"Or build with the CUDA {archs.fmt(mm)} toolkit installed here, whose nvcc accepts "
+            f"GCC {gcc_major}.",
+            (f"export CUDA_HOME={path}", 'export PATH="$CUDA_HOME/bin:$PATH"'),
+            (*because, *grounded(facts, f"toolchain.toolkits.{i}.path")),
+        )
+    return Remedy(
+        f"Or install a CUDA {want} (or newer {first[0]}.x) toolkit, whose nvcc accepts GCC "
+        f"{gcc_major}, and build with it (torch warns on a minor version other than its own "
+        f"{facts.torch.build.cuda}, and builds).",
+        (
+            f"sudo apt-get install -y cuda-toolkit-{want.replace('.', '-')}",
+            f"export CUDA_HOME=/usr/local/cuda-{want}",
+            'export PATH="$CUDA_HOME/bin:$PATH"',
+        ),
+        because,
+    )
+
+
+def host_compiler_problem(tc: Toolchain, facts: Facts) -> Problem | None:
+    """nvcc's host compiler past the toolkit's gate ('unsupported GNU version!'), or past what
+    torch's headers compile with (nvcc 9.0/9.1 with GCC 6's <tuple>)."""
+    nvcc, host = _mm(tc.nvcc.release), tc.host_cc
+    if facts.platform.system not in (None, "Linux"):
+        return None  # Windows' nvcc runs cl.exe, whose gate is not judged here
+    if not (nvcc and host.path and host.kind in ("gcc", "clang")):
+        return None
+    major = _major(host.version)
+    if major is None:
+        return None
+    if host.kind == "clang":
+        return _clang_problem(tc, facts, nvcc, major)
+    gate, limit, where = host_ceiling(tc, nvcc)
+    if limit is None or major <= limit:
+        return None
+    n = archs.fmt(nvcc)
+    if gate is not None and major > gate:
+        if allows_unsupported(facts):
+            return None  # the user turned the gate off, and knows it
+        why = (
+            f"nvcc {n} refuses {host.name} (GCC {host.version}, from {host.source}): "
+            f"'#error -- unsupported GNU version! gcc versions later than {gate} are not "
+            f"supported!' ({where}); CUDA extension builds fail"
+        )
+    else:
+        why = (
+            f"nvcc {n} with {host.name} (GCC {host.version}, from {host.source}) cannot compile "
+            f"torch's headers: GCC {major}'s <tuple> fails with 'body of constexpr function ... "
+            f"not a return-statement' (nvcc {n} builds torch code with GCC {limit} at most)"
+        )
+    remedies = [use_older_gcc(tc, facts, limit)]
+    if newer := newer_toolkit(tc, facts, major):
+        remedies.append(newer)
+    return Problem("host-compiler-too-new", Status.WARN, why, remedies)
+
+
+def _clang_problem(
+    tc: Toolchain, facts: Facts, nvcc: tuple[int, int], major: int
+) -> Problem | None:
+    """A clang host past the gate read from this toolkit's host_config.h (no table: read live)."""
+    limit = tc.cuda_home.host_clang_max
+    if limit is None or major <= limit or allows_unsupported(facts):
+        return None
+    host, gcc = tc.host_cc, host_compilers.gate(nvcc, tc.nvcc.version)
+    why = (
+        f"nvcc {archs.fmt(nvcc)} refuses {host.name} (clang {host.version}, from {host.source}): "
+        f"'unsupported clang version! clang version must be less than {limit + 1}'; CUDA "
+        f"extension builds fail"
+    )
+    fix = Remedy(
+        f"Point the build at a clang {limit} or older, or at GCC"
+        + (f" {gcc} or older" if gcc else "")
+        + " (torch passes -ccbin $CC to nvcc).",
+        (f"export CC=clang-{limit} CXX=clang++-{limit}",),
+        grounded(facts, "toolchain.host_cc.version", "toolchain.cuda_home.host_clang_max"),
+    )
+    return Problem("host-compiler-too-new", Status.WARN, why, [fix])
+
+
+def build_intent(tc: Toolchain, facts: Facts) -> tuple[str, tuple[str, ...]] | None:
+    """Why torchdoctor believes the user builds CUDA extensions here (and the facts it rests on),
+    or None: CUDA_HOME/CUDA_PATH set by hand (only builds read it), or a file in the working
+    directory that builds one (CUDAExtension, cpp_extension.load with .cu sources)."""
+    source = tc.cuda_home.source or ""
+    if source in ("CUDA_HOME", "CUDA_PATH"):
+        return f"{source} is set", grounded(facts, f"env.{source}", "toolchain.cuda_home.source")
+    builds = tc.project.cuda_builds if tc.project else []
+    if builds:
+        where = os.path.join(tc.project.root or ".", builds[0].path or "")
+        return (
+            f"{where} builds a CUDA extension ({builds[0].marker})",
+            grounded(facts, "toolchain.project.cuda_builds.0.path", "toolchain.project.root"),
+        )
+    return None
+
+
+def _missing_why(tc: Toolchain, facts: Facts, intent: str) -> str:
+    home, nvcc = tc.cuda_home, tc.nvcc
+    if not home.path:
+        return (
+            f"{intent}, but no CUDA toolkit is found (CUDA_HOME unset, no nvcc on PATH, no "
+            f"/usr/local/cuda): torch.utils.cpp_extension stops with 'CUDA_HOME environment "
+            f"variable is not set. Please set it to your CUDA install root.'"
+        )
+    if nvcc.exists:
+        return (
+            f"{intent}, but {nvcc.path} does not run ({nvcc.output or nvcc.returncode}): CUDA "
+            f"extensions cannot build"
+        )
+    return (
+        f"{intent}, but CUDA_HOME resolves to {home.path} ({home.source}), which has no bin/nvcc "
+        f"(a runtime-only CUDA, such as conda's cudatoolkit, has none): torch stops with "
+        f"\"nvcc not found at '{nvcc.path or home.path + '/bin/nvcc'}'\""
+    )
+
+
+def toolkit_missing(tc: Toolchain, facts: Facts) -> Problem | None:
+    """No usable nvcc while the user shows they build a CUDA extension: the toolkit of torch's
+    CUDA, found if installed, else installed."""
+    found = build_intent(tc, facts)
+    torch_cuda = _mm(facts.torch.build.cuda)
+    if not (found and torch_cuda):
+        return None
+    intent, because = found
+    t = archs.fmt(torch_cuda)
+    because = (*because, *grounded(facts, "toolchain.cuda_home.path", "toolchain.nvcc.exists"))
+    because = (*because, *grounded(facts, "torch.build.cuda"))
+    kit = toolkit_for(tc, torch_cuda)
+    if kit:
+        kits = [f"toolchain.toolkits.{i}.path" for i, k in enumerate(tc.toolkits) if k.path == kit]
+        remedies = [
+            Remedy(
+                f"Point CUDA_HOME at the CUDA {t} toolkit installed here, whose bin/ holds nvcc.",
+                (f"export CUDA_HOME={kit}", 'export PATH="$CUDA_HOME/bin:$PATH"'),
+                (*because, *grounded(facts, *kits)),
+            )
+        ]
+    else:
+        remedies = _install_toolkit(facts, t, because)
+    return Problem("cuda-toolkit-missing", Status.WARN, _missing_why(tc, facts, intent), remedies)
+
+
+def _install_toolkit(facts: Facts, t: str, because: tuple[str, ...]) -> list[Remedy]:
+    """The CUDA toolkit of torch's CUDA, with nvcc: into the conda environment in use, or from
+    NVIDIA's apt repository; then CUDA_HOME names its root."""
+    remedies = []
+    if facts.env.get("CONDA_PREFIX"):
+        remedies.append(
+            Remedy(
+                f"Install the CUDA {t} toolkit (nvcc included, unlike the cudatoolkit runtime "
+                f"package) into this conda environment and point CUDA_HOME at it.",
+                (
+                    f"conda install -y -c nvidia cuda-toolkit={t}",
+                    'export CUDA_HOME="$CONDA_PREFIX"',
+                ),
+                (*because, *grounded(facts, "env.CONDA_PREFIX")),
+            )
+        )
+    remedies.append(
+        Remedy(
+            f"Install the CUDA {t} toolkit, the one torch was built with (NVIDIA's apt "
+            f"repository on Debian/Ubuntu), and point CUDA_HOME at it.",
+            (
+                f"sudo apt-get install -y cuda-toolkit-{t.replace('.', '-')}",
+                f"export CUDA_HOME=/usr/local/cuda-{t}",
+                'export PATH="$CUDA_HOME/bin:$PATH"',
+            ),
+            because,
+        )
+    )
+    return remedies
+
+
 def cuda_problems(tc: Toolchain, facts: Facts) -> list[Problem]:
-    found = (nvcc_mismatch(tc, facts), headers_missing(tc, facts), arch_list_problem(facts))
+    found = (
+        nvcc_mismatch(tc, facts),
+        headers_missing(tc, facts),
+        host_compiler_problem(tc, facts),
+        arch_list_problem(facts),
+    )
     return [p for p in found if p]
 
 
@@ -274,6 +558,9 @@ def _cpu_build(tc: Toolchain, facts: Facts, ctx: Context, details: dict[str, Any
 
 def _cuda_build(tc: Toolchain, facts: Facts, details: dict[str, Any]) -> Verdict:
     if not _nvcc(tc):
+        if missing := toolkit_missing(tc, facts):
+            problems = [missing, *compiler_problems(tc, facts)]
+            return from_problems(problems, details, missing.message)
         return verdict(
             Status.SKIP,
             f"no CUDA toolkit (nvcc): prebuilt wheels need none; building CUDA extensions "

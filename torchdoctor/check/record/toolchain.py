@@ -1,4 +1,5 @@
-"""The compiler toolchain for extensions: nvcc, CUDA_HOME, host compilers, ninja."""
+"""The compiler toolchain for extensions: nvcc, CUDA_HOME, host compilers, ninja, and whether the
+project in the working directory builds a CUDA extension."""
 
 from __future__ import annotations
 
@@ -27,6 +28,40 @@ class CudaHome(Record):
     source: Str
     exists: Bool
     has_headers: Bool
+    # the newest host compiler majors this toolkit's nvcc accepts (its include/crt/host_config.h)
+    host_gcc_max: Int
+    host_clang_max: Int
+
+
+@record
+class HostCompiler(Record):
+    """The compiler nvcc runs for a .cu file's host code, and why that one."""
+
+    name: Str
+    source: Str  # "CC (...)", "NVCC_CCBIN", "gcc on PATH (...)", ...
+    path: Str
+    ok: Bool
+    returncode: Int
+    output: Str
+    kind: Str  # gcc | clang | apple-clang; None: not recognised
+    version: Str
+
+
+@record
+class ProjectBuild(Record):
+    path: Str  # relative to the project root
+    marker: Str  # what shows it: "CUDAExtension", "cpp_extension.load with CUDA sources"
+
+
+@record
+class Project(Record):
+    """Files in the working directory (and two levels below) that build a CUDA extension."""
+
+    root: Str
+    cuda_builds: list[ProjectBuild]
+    files_read: Int
+    truncated: Bool  # the look stopped at its bounds: absence proves less
+    error: Str
 
 
 @record
@@ -45,6 +80,8 @@ class Toolchain(Record):
     nvcc: Tool
     cxx: Tool
     ninja: Tool
+    host_cc: HostCompiler
     cuda_home: CudaHome
     rocm_home: Str
     toolkits: list[Toolkit]
+    project: Project | None  # None: not looked at (facts recorded before torchdoctor looked)
