@@ -355,3 +355,32 @@ def test_every_recorded_machine_and_pasted_report_stays_without_a_warning():
     for path in paths:
         result = engine.run_check(by_id()[CHECK], load(str(path)), Context())
         assert result.status in (Status.PASS, Status.SKIP), (path.name, result.summary)
+
+
+def test_pasted_report_with_conda_forge_pytorch_and_pyg_wheel_warns_scatter_470():
+    """A collect_env report carries conda list's channel column: conda-forge's pytorch beside
+    torch-scatter from PyG's page is seen without the machine."""
+    from torchdoctor.check import collect_env
+
+    from .conftest import REPO
+
+    text = (REPO / "tests" / "collect_env" / "linux_torch2.13_cpu_real.txt").read_text()
+    text = text.replace("PyTorch version: 2.13.0+cpu", "PyTorch version: 2.4.0")
+    libraries = (
+        "[pip3] numpy==1.26.4\n[pip3] torch==2.4.0\n[pip3] torch-scatter==2.1.2+pt24cpu\n"
+        "[conda] pytorch                   2.4.0           cpu_generic_py312h_0    conda-forge\n"
+        "[conda] torch-scatter             2.1.2+pt24cpu            pypi_0    pypi"
+    )
+    text = text.replace(
+        "[pip3] numpy==2.4.6\n[pip3] torch==2.13.0+cpu\n[pip3] torchdoctor==0.1.0\n"
+        "[conda] Could not collect",
+        libraries,
+    )
+    f = collect_env.parse(text)
+    assert f["packages"]["conda"]["pytorch"]["channel"] == "conda-forge"
+    result = judge(f, CHECK)
+    assert codes(result) == ["pyg-wheel-mix"], result.summary
+    cmds = commands(result)
+    assert any(c.endswith("--no-binary torch-scatter torch-scatter==2.1.2") for c in cmds)
+    # conda-forge's own torch-scatter, built against its CPU pytorch, after pip's copy goes
+    assert "conda install 'conda-forge::pytorch=2.4.0=cpu*' conda-forge::torch-scatter" in cmds

@@ -82,6 +82,13 @@ class Origin:
 UNKNOWN = Origin(None, "unknown")
 
 
+def same_release(version: str | None, conda_version: str) -> bool:
+    """Whether an installed version is conda's package of ``conda_version``: conda-forge's torch
+    reports 1.13.1.post200 for its conda package 1.13.1 (its build number as a post release)."""
+    public = compat.public_version(version) or ""
+    return public == conda_version or public.startswith(f"{conda_version}.post")
+
+
 def _conda(facts: Facts, name: str, version: str | None) -> tuple[str, CondaPackage] | None:
     """conda's record of ``name`` when it is the installed copy (pip's over it has another
     version): (its conda name, record)."""
@@ -89,9 +96,7 @@ def _conda(facts: Facts, name: str, version: str | None) -> tuple[str, CondaPack
         own = facts.packages.conda.get(conda_name)
         if not own or own.channel == "pypi" or not own.version:
             continue
-        public = compat.public_version(version) if version else None
-        # conda-forge's torch reports 1.13.1.post200 for its conda package 1.13.1
-        if public and not public.startswith(own.version):
+        if version and not same_release(version, own.version):
             continue
         return conda_name, own
     return None
@@ -151,8 +156,7 @@ def torch_origin(facts: Facts) -> Origin:
                 DISTRO, f"an OS package ({where})", (f"packages.torch_distributions.{i}",)
             )
     conda_version = (facts.platform.conda_packages or {}).get("pytorch")
-    public = compat.public_version(version) or ""
-    if conda_version and public.startswith(conda_version) and not wheel_tag(version):
+    if conda_version and same_release(version, conda_version) and not wheel_tag(version):
         return UNKNOWN  # conda installed it, from a channel these facts do not name
     who = of_version(version)
     if who == CUSTOM:
