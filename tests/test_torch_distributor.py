@@ -384,3 +384,52 @@ def test_pasted_report_with_conda_forge_pytorch_and_pyg_wheel_warns_scatter_470(
     assert any(c.endswith("--no-binary torch-scatter torch-scatter==2.1.2") for c in cmds)
     # conda-forge's own torch-scatter, built against its CPU pytorch, after pip's copy goes
     assert "conda install 'conda-forge::pytorch=2.4.0=cpu*' conda-forge::torch-scatter" in cmds
+
+
+def test_pip_torchvision_under_conda_forge_torch_2_7_nms_missing_goes_to_conda_forge(facts):
+    """No pytorch channel after 2.5: the one fix is conda-forge's torchvision, pip's removed."""
+    f = copy.deepcopy(facts("cpu_linux"))
+    f["torch"]["version"] = "2.7.1"
+    f["packages"]["distributions"]["torchvision"] = {"version": "0.22.1"}
+    f["packages"]["conda"] = {
+        "pytorch": {"version": "2.7.1", "build": "cpu_generic_py311_0", "channel": "conda-forge"}
+    }
+    f["torch"]["companions"] = {
+        "torchvision": {
+            "imported": False,
+            "error": {
+                "type": "RuntimeError",
+                "message": "operator torchvision::nms does not exist",
+            },
+        }
+    }
+    result = judge(f, CHECK)
+    assert codes(result) == ["companion-mix"]
+    cmds = commands(result)
+    assert cmds[0].endswith("uninstall -y torchvision")
+    assert cmds[1] == "conda install 'conda-forge::pytorch=2.7.1=cpu*' conda-forge::torchvision"
+    assert not any("-c pytorch" in c for c in cmds)
+
+
+def test_os_packaged_torch_with_pip_torchvision_failing_builds_it_or_uses_a_venv(facts):
+    f = copy.deepcopy(facts("cpu_linux"))
+    f["torch"]["version"] = "2.6.0"
+    f["platform"]["externally_managed"] = "/usr/lib/python3.12/EXTERNALLY-MANAGED"
+    f["packages"]["torch_distributions"] = [
+        {"version": "2.6.0", "location": "/usr/lib/python3/dist-packages", "installer": "debian"}
+    ]
+    f["packages"]["distributions"]["torchvision"] = {"version": "0.21.0"}
+    f["torch"]["companions"] = {
+        "torchvision": {
+            "imported": False,
+            "error": {
+                "message": "torchvision/_C.so: undefined symbol: _ZN3c1017RegisterOperatorsD1Ev"
+            },
+        }
+    }
+    result = judge(f, CHECK)
+    assert codes(result) == ["companion-mix"] and "operating system's package" in result.summary
+    cmds = commands(result)
+    assert any("git+https://github.com/pytorch/vision.git@v0.21.0" in c for c in cmds)
+    assert "python3 -m venv ~/.venvs/torch" in cmds
+    assert not any("install --force-reinstall torch==" in c for c in cmds)  # not into the OS's

@@ -151,10 +151,8 @@ def torch_origin(facts: Facts) -> Origin:
             (dist.location or "").startswith("/usr/lib/python3/dist-packages")
             and (dist.installer or "").lower() not in ("pip", "uv", "conda")
         ):
-            where = f"installed by {dist.installer}" if dist.installer else dist.location
-            return Origin(
-                DISTRO, f"an OS package ({where})", (f"packages.torch_distributions.{i}",)
-            )
+            where = f"installed by {dist.installer}" if dist.installer else f"in {dist.location}"
+            return Origin(DISTRO, where, (f"packages.torch_distributions.{i}",))
     conda_version = (facts.platform.conda_packages or {}).get("pytorch")
     if conda_version and same_release(version, conda_version) and not wheel_tag(version):
         return UNKNOWN  # conda installed it, from a channel these facts do not name

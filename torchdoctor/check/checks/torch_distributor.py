@@ -162,7 +162,7 @@ def _conda_forge(facts: Facts, release: str | None, pkgs: list[str]) -> Remedy |
         commands.append(f"{python_cmd(facts)} uninstall -y {' '.join(pip_ones)}")
     commands.append(f"conda install {' '.join(specs)}")
     return Remedy(
-        f"Or take {_listed([f'torch {release}', *pkgs])} all from conda-forge, whose packages "
+        f"Take {_listed([f'torch {release}', *pkgs])} all from conda-forge, whose packages "
         "are built against its own pytorch (the same CPU/CUDA variant).",
         tuple(commands),
         grounded(
@@ -177,11 +177,19 @@ def _conda_forge(facts: Facts, release: str | None, pkgs: list[str]) -> Remedy |
 
 def _official_pip(facts: Facts, origin: Origin, because: tuple[str, ...]) -> Remedy:
     """PyTorch's own wheels for torch and its installed companions, release and variant kept."""
+    if facts.platform.externally_managed:
+        # pip may not change a Python the OS manages (PEP 668): PyTorch's wheels go in a venv
+        return Remedy(
+            f"Use PyTorch's own build in a virtual environment: torch here is {words(origin)} "
+            f"({origin.how}) in a Python the OS manages, which pip may not change.",
+            ("python3 -m venv ~/.venvs/torch",),
+            (*because, *grounded(facts, "platform.externally_managed")),
+        )
     variant = current_variant(facts) or "cpu"
     return reinstall_torch(
         facts,
         variant,
-        f"Or use PyTorch's own build: torch here is {words(origin)} ({origin.how}).",
+        f"Use PyTorch's own build instead: torch here is {words(origin)} ({origin.how}).",
         because=because,
     )
 
@@ -217,7 +225,8 @@ def _companion_source(facts: Facts, pkgs: list[str], release: str | None) -> Rem
         if not pin or not repo:
             return None
         source = quote(facts, f"git+{repo}@v{pin}")
-        commands.append(f"{python_cmd(facts)} install --no-build-isolation --no-deps {source}")
+        flags = "--force-reinstall --no-build-isolation --no-deps"
+        commands.append(f"{python_cmd(facts)} install {flags} {source}")
     return Remedy(
         f"Build {', '.join(pkgs)} from source against this torch, at the release made for torch "
         f"{release} (needs a C++ compiler{', and nvcc' if facts.torch.build.cuda else ''}).",
