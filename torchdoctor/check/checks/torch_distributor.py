@@ -264,7 +264,7 @@ def _fixes(
             reinstall_torch(
                 facts,
                 current_variant(facts) or "cpu",
-                "Reinstall the companions from torch's own wheel index.",
+                f"{_listed(companions)} did not come from torch's own wheel index.",
                 because=because,
             )
         ]
