@@ -231,8 +231,11 @@ def packages_facts(fields: dict[str, str]) -> dict[str, Any]:
             parts = [p for p in rest.split() if not p.startswith("[")]
             if len(parts) >= 2:
                 rec = {"version": parts[1]}
+                if len(parts) >= 3:
+                    # conda list leaves the channel column empty for Anaconda's defaults
+                    rec["build"] = parts[2]
                 if len(parts) >= 4:
-                    rec.update(build=parts[2], channel=parts[3])
+                    rec["channel"] = parts[3]
                 conda[_norm(parts[0])] = rec
         else:
             name, sep, version = rest.partition("==")

@@ -45,11 +45,14 @@ class TorchDistribution(Record):
 
 @record
 class CondaPackage(Record):
-    """A [conda] line of a pasted report: the channel says who installed it (pypi: pip)."""
+    """A conda package of torch's family: a [conda] line of a pasted report, or live, its
+    conda-meta record (name, version, build, channel, url as conda writes them; conda/conda
+    conda/models/records.py). The channel says who built it (pypi: pip installed it)."""
 
     version: Str
     build: Str
-    channel: Str
+    channel: Str  # its name: pytorch, conda-forge, pkgs/main (Anaconda's defaults), pypi
+    url: Str  # live: the package file it was installed from
 
 
 @record
@@ -57,7 +60,7 @@ class Packages(Record):
     """The installed distributions (pip's view) and the NVIDIA wheels beside torch."""
 
     distributions: dict[str, Distribution]
-    conda: dict[str, CondaPackage]  # a pasted report's conda list
+    conda: dict[str, CondaPackage]  # conda's records of torch's family (live or pasted)
     torch_distributions: list[TorchDistribution]
     nvidia_wheels: dict[str, str]
     cuda_sizes: dict[str, float]
