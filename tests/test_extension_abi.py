@@ -140,3 +140,47 @@ def test_torch_scatter_for_another_cuda_variant():
 def test_torch_scatter_for_the_installed_torch_is_fine():
     assert extension_findings(facts_with("1.8.1+cu111", "2.0.8+pt18cu111")) == []
     assert extension_findings(facts_with("2.1.0+cu121", "2.1.2")) == []  # built from source
+
+
+def _live_scatter(tmp_path, torch_version: str, scatter_version: str) -> list[dict]:
+    facts = json.loads((REPO / "tests" / "facts" / "h100_healthy.json").read_text())
+    facts["torch"]["version"] = torch_version
+    facts["packages"]["distributions"]["torch"]["version"] = torch_version
+    facts["packages"]["torch_distributions"][0]["version"] = torch_version
+    facts["packages"]["distributions"]["torch-scatter"] = {
+        "version": scatter_version,
+        "location": "/opt/conda/lib/python3.10/site-packages",
+    }
+    lib = "/opt/conda/lib/python3.10/site-packages/torch_scatter/_version_cuda.so"
+    facts["compiled_extensions"] = {
+        "status": "ok",
+        "scanned": 1,
+        "mismatched": [
+            {
+                "path": lib,
+                "needs_missing": [],
+                "missing": ["_ZN5torch3jit17parseSchemaOrNameERKSsb"],
+                "missing_count": 1,
+            }
+        ],
+    }
+    path = tmp_path / "facts.json"
+    path.write_text(json.dumps(facts))
+    return json.loads(run_cli("check", "--facts", str(path), "--json").stdout)["findings"]
+
+
+def test_torch_scatter_built_here_against_ngc_torch_is_rebuilt_from_source_pytorch_scatter_462(
+    tmp_path,
+):
+    """NGC's torch 2.4.0a0+git: PyG's index builds for PyTorch's own torch, so the live finding
+    rebuilds from source instead (an untagged torch-scatter, built here, now stale)."""
+    found = _live_scatter(tmp_path, "2.4.0a0+07cecf4168", "2.1.2")
+    (ext,) = [f for f in found if f["id"] == FINDING]
+    command = ext["remedies"][0]["commands"][0]
+    assert "data.pyg.org" not in command and "--no-binary torch-scatter" in command
+
+
+def test_a_pyg_wheel_beside_ngc_torch_is_reported_once_by_the_distributor_check(tmp_path):
+    found = _live_scatter(tmp_path, "2.4.0a0+07cecf4168", "2.1.2+pt24cu124")
+    ids = [f["id"] for f in found]
+    assert FINDING not in ids and "torch.distributor.pyg-wheel-mix" in ids

@@ -253,3 +253,13 @@ def test_dao_ailab_flash_attention_931_prebuilt_wheel_for_another_torch_found_li
 def test_a_healthy_environment_gets_no_extension_finding_live(tmp_path):
     build(tmp_path / "ops" / "_C.so", [CHECK_FAIL], ["c10"])
     assert _live_check(tmp_path) == []
+
+
+def test_only_what_import_can_reach_is_read(tmp_path):
+    """A build tree's copy (build/lib.linux-x86_64-3.11/...) and a folder no import names
+    (pytest-of-root/...) are not what a script run from here loads."""
+    build(tmp_path / "build" / "lib.linux-x86_64-3.11" / "ops" / "_C.so", [OLD_ABI_SYMBOL], ["c10"])
+    build(tmp_path / "pytest-of-root" / "ops.so", [OLD_ABI_SYMBOL], ["c10"])
+    build(tmp_path / "not-a-module.so", [OLD_ABI_SYMBOL], ["c10"])
+    kept = build(tmp_path / "pkg" / "_C.cpython-311-x86_64-linux-gnu.so", [OLD_ABI_SYMBOL], ["c10"])
+    assert [lib["path"] for lib in judge(tmp_path)["mismatched"]] == [str(kept)]

@@ -10,8 +10,10 @@ comes from the files: each extension's undefined torch symbols looked up in torc
 Where it looks: every directory the examined interpreter imports from (its sys.path, which
 holds site-packages, PYTHONPATH and ``setup.py develop`` checkouts) and the working directory
 (a project run from there imports its own build), a few levels deep, within a budget of
-directory entries and time. torch's own libraries and its companions (judged by importing them)
-are not examined. Runs in torchdoctor's own process: nothing of the extension is executed.
+directory entries and time, and only where ``import`` can reach: folders and files named like
+modules (not ``build/lib.linux-x86_64-3.10``, not a stray ``pytest-of-root`` under /tmp).
+torch's own libraries and its companions (judged by importing them) are not examined. Runs in
+torchdoctor's own process: nothing of the extension is executed.
 """
 
 from __future__ import annotations
@@ -130,7 +132,7 @@ class _Walk:
             try:
                 if entry.is_symlink():
                     continue
-                if entry.is_file() and name.endswith(".so"):
+                if entry.is_file() and name.endswith(".so") and _importable(name):
                     self.opened += 1
                     yield entry.path
                 elif entry.is_dir() and depth + 1 < DEPTH and self._enter(entry):
@@ -140,13 +142,18 @@ class _Walk:
 
     def _enter(self, entry: os.DirEntry) -> bool:
         name = entry.name
-        if name.startswith(".") or name in SKIP_DIRS or name.endswith((".dist-info", ".egg-info")):
-            return False
+        if not name.isidentifier() or name in SKIP_DIRS:
+            return False  # import reaches only folders named like modules (not build/lib.linux-…)
         if name in SKIP_PACKAGES or name.startswith("nvidia_"):
             return False
         if os.path.isfile(os.path.join(entry.path, "pyvenv.cfg")):
             return False  # a virtual environment inside the project: not what it imports
         return os.path.realpath(entry.path) != self.torch_dir
+
+
+def _importable(name: str) -> bool:
+    """An extension module's file name: a module name, then its ABI tag (_C.cpython-311-….so)."""
+    return name.split(".", 1)[0].isidentifier()
 
 
 class _TorchLibs:

@@ -14,6 +14,7 @@ from itertools import chain
 
 from torchdoctor.report.result import Problem, Remedy, Status
 
+from .. import distributor
 from ..record import Facts
 from .common import current_variant, grounded, pasted, python_cmd, torch_version_of
 
@@ -27,7 +28,10 @@ SITE = ("site-packages", "dist-packages")
 PYG = ("torch_scatter", "torch_sparse", "torch_cluster", "torch_spline_conv", "pyg_lib")
 # Modules whose pip name is not the module's (flash-attn's kernels, exllamav2's).
 DISTRIBUTION = {"flash_attn_2_cuda": "flash-attn", "exllamav2_ext": "exllamav2"}
-NOT_ON_PYPI = {"detectron2": "'git+https://github.com/facebookresearch/detectron2.git'"}
+NOT_ON_PYPI = {
+    "detectron2": "'git+https://github.com/facebookresearch/detectron2.git'",
+    "pyg_lib": "'git+https://github.com/pyg-team/pyg-lib.git'",  # PyPI has no source of it
+}
 
 
 def module_of(library: str) -> tuple[str, bool]:
@@ -45,7 +49,7 @@ def _install(facts: Facts, module: str) -> str:
     (--no-deps: a resolver may otherwise replace torch with the release the package wants)."""
     pip = python_cmd(facts)
     name = distribution(module)
-    if module in PYG:
+    if module in PYG and official_torch(facts):
         version = (torch_version_of(facts) or "").split("+", 1)[0]
         major_minor = ".".join(version.split(".")[:2])
         variant = current_variant(facts) or "cpu"
@@ -57,6 +61,13 @@ def _install(facts: Facts, module: str) -> str:
     # sees the installed torch rather than one pip would fetch for it.
     flags = f"--force-reinstall --no-cache-dir --no-build-isolation --no-deps --no-binary {name}"
     return f"{pip} install {flags} {source}"
+
+
+def official_torch(facts: Facts) -> bool:
+    """PyG's index builds for PyTorch's own torch: another distributor's (conda-forge, NGC's
+    2.4.0a0+git) needs the package built from source (rusty1s/pytorch_scatter#462, #470).
+    Unknown counts as PyTorch's own, the common case."""
+    return distributor.torch_origin(facts).distributor in (None, distributor.OFFICIAL)
 
 
 def distribution(module: str) -> str:
@@ -80,7 +91,7 @@ def _problem(facts: Facts, because: tuple[str, ...], library: str, symbol: str) 
     torch = torch_version_of(facts) or "the installed torch"
     because = (*because, *grounded(facts, "torch.version"))
     name = distribution(module) if installed else module
-    if installed and module in PYG:
+    if installed and module in PYG and official_torch(facts):
         fix = _pyg_fix(facts, module, because)
     elif installed:
         fix = Remedy(
@@ -169,6 +180,19 @@ def _pyg(facts: Facts) -> Iterator[tuple[str, Problem]]:
             yield module, Problem("extension-other-torch", Status.FAIL, why, [fix])
 
 
+def _mixed_pyg(facts: Facts) -> set[str]:
+    """PyG wheels (tagged +ptXY) beside a torch PyTorch did not build: torch.distributor's
+    pyg-wheel-mix names them, with the source build; not reported twice."""
+    if official_torch(facts):
+        return set()
+    dists = facts.packages.distributions
+    return {
+        name.replace("-", "_")
+        for name, dist in dists.items()
+        if name.replace("-", "_") in PYG and PYG_TAG.search(dist.version or "")
+    }
+
+
 def problems(facts: Facts) -> list[Problem]:
     """One problem per compiled extension built for another torch: a PyG wheel whose version
     names another torch, an extension whose file links to what torch lacks, or a pasted import
@@ -176,5 +200,6 @@ def problems(facts: Facts) -> list[Problem]:
     elsewhere. One per module, the first source that names it."""
     found: dict[str, Problem] = {}
     for module, problem in chain(_pyg(facts), _live(facts), _pasted(facts)):
-        found.setdefault(module, problem)
+        if module not in _mixed_pyg(facts):
+            found.setdefault(module, problem)
     return list(found.values())

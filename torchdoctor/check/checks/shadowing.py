@@ -83,5 +83,8 @@ def check(facts: Facts, ctx: Context) -> Verdict:
         for s in shadows
     ]
     details = {"shadows": [s.raw for s in shadows]} if shadows else {}
-    passed = "no torch.py or torch/ on the path hides the installed torch, no file here the standard library"
+    passed = (
+        "no torch.py or torch/ on the path hides the installed torch; no file here hides a "
+        "standard-library module it imports"
+    )
     return from_problems(found, details, passed)
