@@ -41,6 +41,7 @@ CONDA_FORGE_PYG = {"torch-scatter": "torch-scatter"}
 SOURCE = {
     "torchvision": "https://github.com/pytorch/vision.git",
     "torchaudio": "https://github.com/pytorch/audio.git",
+    "torchtext": "https://github.com/pytorch/text.git",
 }
 # pyg-lib has no source distribution on PyPI (pypi.org/project/pyg-lib: wheels only); its
 # README installs from git (`pip install ninja wheel` first). The others have sdists on PyPI.

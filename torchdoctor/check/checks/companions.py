@@ -13,6 +13,7 @@ from dataclasses import replace
 from datetime import date
 
 from torchdoctor.data import compat
+from torchdoctor.data.distributors import SOURCE
 from torchdoctor.report.result import Problem, Remedy, Status
 
 from .. import requirements
@@ -64,6 +65,10 @@ def _pairing(facts: Facts, pkg: str, version: str, torch_version: str) -> str | 
     public = compat.public_version(torch_version)
     if _same_nightly(version, torch_version):
         return None  # nightlies of one day pair, whatever their version numbers say
+    if _development(torch_version) and _development(version):
+        # Two main-branch builds pair by date, not number: torch's main was 1.13.0a0 a week
+        # after its 1.12 branch cut while torchvision's nightly still said 0.13 (pytorch#78492).
+        return None
     pin = _pin_on(dists.get(pkg), "torch")
     if pin and compat.parse_version(pin) != compat.parse_version(public):
         return f"{pkg} {version} requires torch=={pin}, not {public}"
@@ -105,6 +110,26 @@ def _variant(facts: Facts, pkg: str, version: str, torch_version: str) -> str | 
         how = "" if "+" in version else f" (an untagged {where} wheel is PyPI's {theirs} build)"
         return f"{pkg} {version} is a {theirs} build{how} but torch {torch_version} is {ours}"
     return None
+
+
+def _development(version: str | None) -> bool:
+    """A nightly or a source build (1.13.0a0+gitcbdb694, 0.13.0.dev20220517), not a release."""
+    return bool(re.search(r"\d(?:a|b|rc)\d|\.dev\d", version or ""))
+
+
+def _source_fix(facts: Facts, pkg: str, torch_version: str) -> Remedy | None:
+    """torch built from source (+git): no wheel is made for it, the companion is built here."""
+    repo = SOURCE.get(pkg)
+    if "+git" not in torch_version or not repo:
+        return None
+    flags = "--force-reinstall --no-build-isolation --no-deps"
+    return Remedy(
+        f"torch {torch_version} is a source build, which no {pkg} wheel is made for: build {pkg} "
+        f"from source against it, from the commit of the same date as torch's (the command takes "
+        f"the main branch).",
+        (f"{python_cmd(facts)} install {flags} {quote(facts, f'git+{repo}')}",),
+        grounded(facts, f"packages.distributions.{pkg}.version", torch_version_path(facts)),
+    )
 
 
 def _nightly(version: str | None) -> date | None:
@@ -154,6 +179,9 @@ def _fix(facts: Facts, pkg: str, torch_version: str) -> Remedy:
                 facts, f"packages.distributions.{pkg}.version", torch_version_path(facts)
             ),
         )
+    source = _source_fix(facts, pkg, torch_version)
+    if source:
+        return source
     exact = compat.companion_version(pkg, torch_version)
     if not compat.release(torch_version):
         # torchdoctor's release tables start at torch 1.8: name the pairing, not a version.
@@ -235,5 +263,8 @@ def problems(facts: Facts) -> list[Problem]:
             fix = _fix(facts, pkg, torch_version)
             if found[0][0] == "companion-import-error":  # it rests on the import error too
                 fix = replace(fix, evidence=(*fix.evidence, *_error_paths(facts, pkg)))
-            out.append(Problem(found[0][0], Status.FAIL, why, [fix]))
+            # Beside a nightly or source build of torch, a release mismatch seen only in the
+            # numbers may still load: an error once its import fails, a warning until then.
+            unseen = found[0][0] == "companion-release" and _development(torch_version)
+            out.append(Problem(found[0][0], Status.WARN if unseen else Status.FAIL, why, [fix]))
     return out
