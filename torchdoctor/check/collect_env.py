@@ -138,11 +138,19 @@ def split_fields(text: str) -> dict[str, str] | None:
     return fields if strong else None
 
 
+COLLECTING = "Collecting environment information"
+
+
 def _take(blocks: list[dict[str, str]], current: str | None, line: str) -> str | None:
     """Add one line to the report being read; the field later lines continue."""
     fields = blocks[-1]
     labelled = _label(line)
     stripped = line.strip()
+    if stripped.startswith(COLLECTING) and fields:
+        # collect_env's own first line: what came before (an issue template's example fields,
+        # pytorch/pytorch#46973's "Is debug build: False") is not this report.
+        blocks.append({})
+        return None
     if labelled:
         name, rest = labelled
         if name in fields:

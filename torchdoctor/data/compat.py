@@ -330,6 +330,11 @@ def newest_release(python: str | None = None) -> str:
     return max(fits, key=parse_version)
 
 
+def release_takes_python(minor: str, python: str | None) -> bool | None:
+    """Whether torch ``minor`` published a wheel for ``python`` (None: not in the tables)."""
+    return _python_fits(minor, python) if minor in RELEASES and python else None
+
+
 def _python_fits(minor: str, python: str | None) -> bool:
     py = parse_version(python)[:2]
     if len(py) < 2:

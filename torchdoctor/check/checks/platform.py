@@ -11,7 +11,14 @@ from torchdoctor.typed_json import Record
 from ..record import Facts
 from ..record.platform import Platform
 from . import torch_owners
-from .common import Context, current_variant, grounded, install_command, python_cmd
+from .common import (
+    Context,
+    current_variant,
+    grounded,
+    install_command,
+    python_cmd,
+    torch_version_of,
+)
 
 ID = "platform"
 TITLE = "Operating system and Python"
@@ -70,7 +77,23 @@ def _describe(p: Platform) -> str:
     return f"{desc}, {p.os}" if p.os else desc
 
 
-def _blocker(p: Platform, desc: str) -> Problem | None:
+def _installed_torch_fits(p: Platform, torch_version: str | None) -> bool:
+    """The installed torch's release publishes wheels for this Python (torch 1.7 on Python 3.6):
+    the environment is as its release made it, and 'recent wheels need 3.10' is no problem here."""
+    release = compat.torch_minor(torch_version)
+    if not release:
+        return False
+    fits = compat.release_takes_python(release, p.python_version)
+    if fits is None:  # older than the tables (torch 0.4 to 1.7): those had only older Pythons
+        oldest = min(compat.RELEASES, key=compat.parse_version)
+        newer = compat.parse_version(p.python_version)[:2] > SUPPORTED_PYTHON[1]
+        return compat.parse_version(release) < compat.parse_version(oldest) and not newer
+    return fits
+
+
+def _blocker(
+    p: Platform, desc: str, torch_version: str | None = None, judge_python: bool = True
+) -> Problem | None:
     """A Python no current torch wheel is built for: judged first, it makes the rest moot."""
     # A report may not state the Python version: then there is nothing to judge it by.
     pyver = tuple(int(x) for x in (p.python_version or "").split(".")[:2] if x.isdigit())
@@ -113,7 +136,8 @@ def _blocker(p: Platform, desc: str) -> Problem | None:
                 )
             ],
         )
-    if pyver and not (lo <= pyver <= hi):
+    fits = _installed_torch_fits(p, torch_version)
+    if judge_python and pyver and not (lo <= pyver <= hi) and not fits:
         return Problem(
             "python-unsupported",
             Status.WARN,
@@ -146,7 +170,9 @@ def check(facts: Facts, ctx: Context) -> Verdict:
         )
     details = _details(p)
     desc = _describe(p)
-    blocker = _blocker(p, desc)
+    # A report that does not name its torch cannot say which Python range applies to it.
+    unknown = facts.collected.source not in (None, "probe") and not torch_version_of(facts)
+    blocker = _blocker(p, desc, torch_version_of(facts), judge_python=not unknown)
     if blocker:
         return from_problems([blocker], details, desc)
     found = (_glibc(facts), _cpu_isa(facts), _jetson(facts), _conda_and_pip(facts))
