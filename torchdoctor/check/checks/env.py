@@ -259,8 +259,21 @@ def _both_set(env: dict[str, str], facts: Facts, out: Findings) -> None:
     )
 
 
+def _no_allocator_variable(env: dict[str, str], version: str | None, out: Findings) -> bool:
+    """Before 1.10 torch reads neither variable (absent from libc10_cuda.so of the 1.8.1 and 1.9.1
+    wheels): a value there is inert, so neither "torch raises" nor "move it" would be true."""
+    if any(alloc_keys.cuda_allocator_reads(v, version) is not False for v in ALLOC_VARS):
+        return False
+    for var in ALLOC_VARS:
+        if var in env:
+            out.judged[var] = f"no effect (torch {version} reads no allocator variable)"
+    return True
+
+
 def allocator(env: dict[str, str], facts: Facts, out: Findings) -> None:
     """Both allocator variables judged against the examined release (data/alloc_keys.py)."""
+    if _no_allocator_variable(env, facts.torch.version, out):
+        return
     for var in ALLOC_VARS:
         if var in env:
             _judge_value(env, facts, var, out)
