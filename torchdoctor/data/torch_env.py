@@ -165,9 +165,11 @@ VARIABLES: dict[str, EnvVar] = {
         EnvVar(
             "TORCH_USE_CUDA_DSA",
             "2.0",
-            "a CMake option of torch's own build (the 'Compile with TORCH_USE_CUDA_DSA' hint, "
-            f"first in {WHEELS['2.0']}: torch/lib/libc10_cuda.so); no library of any wheel "
-            "holds it as a string of its own: an installed wheel never reads it",
+            "a CMake option of torch's own build, a preprocessor macro in the headers (#ifdef "
+            "TORCH_USE_CUDA_DSA in torch/include/c10/cuda/CUDADeviceAssertionHost.h, and the "
+            f"'Compile with `TORCH_USE_CUDA_DSA`' hint in torch/lib/libc10_cuda.so, both first "
+            f"in {WHEELS['2.0']}); in no wheel's libraries is it a string of its own (only the "
+            "hint, and the tail of PYTORCH_USE_CUDA_DSA): an installed wheel never reads it",
             "wheel",
             scope="build",
             platform="cuda",
