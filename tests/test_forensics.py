@@ -135,7 +135,8 @@ def test_accepted_launch_blocking_is_silenced_alone_and_the_allocator_typo_still
         ({"CUDA_VISIBLE_DEVICES": "GPU-deadbeef"}, Status.FAIL, "matches no GPU"),
         ({"CUDA_VISIBLE_DEVICES": "MIG-1a2b3c4d-aaaa,MIG-1a2b3c4d-bbbb"}, Status.WARN, "MIG"),
         ({"CUDA_VISIBLE_DEVICES": "GPU-1a2b3c4d-0000"}, Status.PASS, "CUDA_VISIBLE_DEVICES ok"),
-        ({"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}, Status.WARN, "deprecated"),
+        # 2.11.0's libc10.so no longer holds the deprecation message (only 2.9.1's does)
+        ({"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}, Status.PASS, "ok"),
         (
             {"PYTORCH_ALLOC_CONF": "backend:cudaMallocAsync,max_split_size_mb:512"},
             Status.PASS,
@@ -152,6 +153,19 @@ def test_env_variables_judged(facts, env, status, needle):
     result = judge(f, "env")
     assert result.status == status, result.summary
     assert needle in result.summary
+
+
+def test_pytorch_cuda_alloc_conf_is_deprecated_use_pytorch_alloc_conf_only_on_2_9_comfyui_10386(
+    facts,
+):
+    # Comfy-Org/ComfyUI#10386 quotes the warning on 2.9.0; the 2.10.0 wheel no longer holds it.
+    f = facts("h100_healthy")
+    f["env"]["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"
+    for version, status in (("2.9.0+cu130", Status.WARN), ("2.10.0+cu130", Status.PASS)):
+        f["torch"]["version"] = version
+        result = judge(f, "env")
+        assert result.status == status, (version, result.summary)
+    assert "deprecated" not in result.summary
 
 
 def test_device_order_warns_on_mixed_gpus(facts):

@@ -280,6 +280,43 @@ def test_version_blind_key_on_an_older_torch(facts):
     assert commands(result)[0] == "unset PYTORCH_CUDA_ALLOC_CONF"
 
 
+@pytest.mark.parametrize(
+    ("version", "setting", "first"),
+    [
+        # each key's string is absent from libc10_cuda.so / libc10.so of the wheel named, and
+        # present from the first release given (torchdoctor/data/release_strings.json)
+        ("1.11.0+cu113", "garbage_collection_threshold:0.6", "1.12"),  # torch-1.11.0 wheel
+        ("2.12.1+cu130", "pinned_max_cached_size_mb:1024", "2.13"),  # torch-2.12.1 wheel
+        ("2.5.1+cu124", "max_non_split_rounding_mb:512", "2.6"),  # torch-2.5.1 wheel
+    ],
+)
+def test_unrecognized_cachingallocator_option_on_a_release_whose_wheel_lacks_the_key(
+    facts, version, setting, first
+):
+    f = facts("alloc_conf_ignored_291")
+    f["torch"]["version"] = version
+    f["env"] = {"PYTORCH_CUDA_ALLOC_CONF": setting}
+    result = judge(f, "env")
+    assert result.status == Status.FAIL
+    key = setting.split(":")[0]
+    assert f"{key} is not known to torch {version} (first in {first})" in result.summary
+
+
+def test_allocator_variables_on_1_9_are_not_read_at_all(facts):
+    """PYTORCH_CUDA_ALLOC_CONF is first in libc10_cuda.so of the 1.10.2 wheel (absent from
+    1.8.1 and 1.9.1): on 1.9 neither variable reaches the allocator, so a key 1.9 lacks raises
+    nothing, and moving PYTORCH_ALLOC_CONF's value to PYTORCH_CUDA_ALLOC_CONF would not help."""
+    f = facts("alloc_conf_ignored_291")
+    f["torch"]["version"] = "1.9.1+cu111"
+    f["env"] = {
+        "PYTORCH_CUDA_ALLOC_CONF": "max_split_size_mb:128",
+        "PYTORCH_ALLOC_CONF": "expandable_segments:True",
+    }
+    result = judge(f, "env")
+    assert not [p.code for p in result.problems if p.code.startswith("alloc-conf")]
+    assert not any("ALLOC_CONF" in c for c in commands(result))
+
+
 def test_driver_upgrade_that_drops_a_pascal_gpu_names_it(facts):
     """Hardware-blind (issue 25): a CUDA 13.2 wheel needs R595, which no longer runs a Pascal
     GPU sitting beside the RTX 5090; the driver fix must name the GTX 1080 Ti and offer

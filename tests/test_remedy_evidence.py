@@ -101,6 +101,28 @@ def test_the_audit_catches_a_version_blind_export() -> None:
     ) == ["sets allocator key expandable_segments, which torch 2.0.1+cu118 rejects"]
 
 
+@pytest.mark.parametrize(
+    ("version", "command", "fault"),
+    [
+        # the watermark ratios are first in libtorch_cpu.dylib of the 1.13.1 macOS wheel
+        ("1.12.1", "export PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0", True),
+        ("1.13.1", "export PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0", False),
+        ("1.13.1", "export PYTORCH_MPS_LOW_WATERMARK_RATIO=0.0", False),
+        # first in libtorch_cuda.so of 1.11.0 / 2.1.2 (absent from 1.10.2 / 2.0.1)
+        ("1.10.2+cu113", "export NCCL_DESYNC_DEBUG=1", True),
+        ("1.11.0+cu113", "export NCCL_DESYNC_DEBUG=1", False),
+        ("2.0.1+cu118", "export NCCL_ENABLE_TIMING=1", True),
+        ("2.1.2+cu121", "export NCCL_ENABLE_TIMING=1", False),
+        # the device-side assertion switch is first in libc10_cuda.so of 2.0.1
+        ("1.13.1+cu117", "export PYTORCH_USE_CUDA_DSA=1", True),
+        ("2.0.1+cu118", "export PYTORCH_USE_CUDA_DSA=1", False),
+    ],
+)
+def test_the_audit_holds_exports_to_the_release_wheels(version, command, fault) -> None:
+    found = remedy_audit.export_faults({"torch": {"version": version}}, (command,))
+    assert bool(found) is fault, found
+
+
 def test_the_audit_catches_an_index_that_does_not_publish_the_release() -> None:
     cmd = "python -m pip install 'torch==2.7.1' --index-url https://download.pytorch.org/whl/cu130"
     assert remedy_audit.index_faults((cmd,)) == ["torch 2.7.1 is not published on the cu130 index"]

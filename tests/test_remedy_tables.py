@@ -26,7 +26,8 @@ def test_pytorch_alloc_conf_is_not_read_before_2_9() -> None:
     # ComfyUI#10386: the rename's warning first seen on 2.9.0; 2.7 predates AllocatorConfig.cpp.
     assert torch_env.reads("PYTORCH_ALLOC_CONF", "2.7.1+cu128") is False
     assert torch_env.reads("PYTORCH_ALLOC_CONF", "2.9.1") is True
-    assert torch_env.reads("PYTORCH_ALLOC_CONF", "2.8.0") is None  # unsure: not guessed
+    # absent from libc10.so of the 2.8.0 wheel (release_strings.json): no longer unsure
+    assert torch_env.reads("PYTORCH_ALLOC_CONF", "2.8.0") is False
     assert torch_env.preferred_name("PYTORCH_CUDA_ALLOC_CONF", "2.4.0") is None
     assert torch_env.preferred_name("PYTORCH_CUDA_ALLOC_CONF", "2.13.0") == "PYTORCH_ALLOC_CONF"
 
@@ -35,7 +36,8 @@ def test_cuda_allocator_ignored_pytorch_alloc_conf_on_2_9_1() -> None:
     # pytorch#183387: expandable_segments via PYTORCH_ALLOC_CONF silently ignored on 2.9.1.
     assert alloc_keys.cuda_allocator_reads("PYTORCH_ALLOC_CONF", "2.9.1+cu128") is False
     assert alloc_keys.cuda_allocator_reads("PYTORCH_ALLOC_CONF", "2.11.0") is True
-    assert alloc_keys.cuda_allocator_reads("PYTORCH_ALLOC_CONF", "2.10.0") is None
+    # c10/cuda/CUDAAllocatorConfig.h of the 2.10.0 wheel falls back to PYTORCH_ALLOC_CONF
+    assert alloc_keys.cuda_allocator_reads("PYTORCH_ALLOC_CONF", "2.10.0") is True
     assert alloc_keys.cuda_allocator_reads("PYTORCH_CUDA_ALLOC_CONF", "2.9.1") is True
     assert alloc_keys.cuda_allocator_reads("PYTORCH_CUDA_ALLOC_CONF", "2.14.1") is True
 
@@ -76,7 +78,8 @@ def test_allocator_key_history() -> None:
     assert alloc_keys.accepts("release_lock_on_cudamalloc", "2.1.2") is False  # ROCm/pytorch#1304
     assert alloc_keys.accepts("max_non_split_rounding_mb", "2.4.1") is False  # pytorch#136174
     assert alloc_keys.accepts("throw_on_cudamalloc_oom", "2.13.0") is True  # wheel strings
-    assert alloc_keys.accepts("throw_on_cudamalloc_oom", "2.3.0") is None  # not traced
+    assert alloc_keys.accepts("throw_on_cudamalloc_oom", "2.11.0") is False  # first in 2.12.1
+    assert alloc_keys.accepts("throw_on_cudamalloc_oom", "2.12.1") is True
     assert alloc_keys.accepts("no_such_key", "2.13.0") is False
     assert alloc_keys.accepts_syntax("roundup_power2_divisions", "list", "1.13.1") is False
     assert alloc_keys.accepts_syntax("roundup_power2_divisions", "list", "2.0.0") is True

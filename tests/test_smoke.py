@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from torchdoctor.check import engine, gather_smoke
+from torchdoctor.check import engine, gather_smoke, remedy_audit
 from torchdoctor.check.checks import by_id
 from torchdoctor.check.checks.common import Context
 from torchdoctor.check.record import load_facts as typed
@@ -104,6 +104,29 @@ def test_empty_cache_returning_nothing_warns(facts):
     result = judge(f, "smoke.cuda_memory")
     assert result.status == Status.WARN
     assert any("expandable_segments" in c for r in result.remedies for c in r.commands)
+
+
+@pytest.mark.parametrize(
+    ("version", "command"),
+    [
+        ("2.11.0+cu130", "export PYTORCH_ALLOC_CONF=expandable_segments:True"),
+        # 2.9.1's CUDA allocator reads only PYTORCH_CUDA_ALLOC_CONF (pytorch#183387)
+        ("2.9.1+cu128", "export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"),
+        # expandable_segments is first in libc10_cuda.so of the 2.1.2 wheel: 2.0 would raise
+        # "Unrecognized CachingAllocator option: expandable_segments"
+        ("2.0.1+cu118", None),
+        ("1.12.1+cu116", None),
+    ],
+)
+def test_empty_cache_remedy_sets_only_what_the_release_reads(facts, version, command):
+    f = facts("h100_healthy")
+    f["smoke"]["devices"]["cuda:0"]["memory"]["returned_mib"] = 0.0
+    f["torch"]["version"] = version
+    result = judge(f, "smoke.cuda_memory")
+    assert result.status == Status.WARN
+    exports = [c for r in result.remedies for c in r.commands if c.startswith("export ")]
+    assert exports == ([command] if command else [])
+    assert not any(remedy_audit.faults(f, r) for r in result.remedies)
 
 
 def test_smoke_never_started_is_an_error(facts):

@@ -3,10 +3,11 @@
 ``alloc_conf.KEYS`` is the key list of the newest release (2.13/2.14); this table says from which
 release torch knows each key, so a setting that an older torch rejects ("Unrecognized
 CachingAllocator option", raised at the first CUDA allocation) or a remedy that proposes a key
-the examined torch does not know is caught. Checked 2026-11-24; bases as in ``torch_env``:
-``wheel`` (strings of libc10.so / libc10_cuda.so of 2.13.0 and 2.14.1, and the installed
-``c10/cuda/CUDAAllocatorConfig.h`` of 2.13.0), ``pr`` (the upstream pull request that added the
-key, search tool, issues corpus; first release = first branch cut after the merge), ``report``.
+the examined torch does not know is caught. Bases as in ``torch_env``. Every key's first release
+is the first wheel (torch_env.WHEELS: every minor from 1.8 to 2.13, read 2026-11-26 with
+scripts/release_strings.py) whose libc10_cuda.so or libc10.so holds the key as a string of its
+own, the key parser's argument; every later wheel holds it too (release_strings.json, held to
+these rows by tests/test_release_wheels.py). Upstream pull requests, where traced, agree.
 Releases a row cannot place are in ``unsure``; questions about them answer None.
 """
 
@@ -15,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .compat import parse_version, torch_minor
-from .torch_env import SourceRead, in_range, minors
+from .torch_env import SourceRead, first_in, in_range
 
 CHECKED = "2026-11-24"
 
@@ -30,74 +31,58 @@ class Key:
 
 
 VERIFIED_IN = "2.13"  # every key below is accepted by 2.13.0 and 2.14.1 (basis "wheel")
-_WHEEL = "libc10.so / libc10_cuda.so strings of 2.13.0 and 2.14.1"
-_BEFORE_213 = minors("1.8", "2.12")
+# Libraries whose strings hold the key parser's keys: libc10_cuda.so (CUDACachingAllocator.cpp,
+# later CUDAAllocatorConfig.cpp) and, from 2.9, libc10.so (c10/core/AllocatorConfig.cpp).
+SHIPPED_IN = ("libc10",)
+_CUDA_LIB = "torch/lib/libc10_cuda.so"
+
+
+def _key(name: str, since: str, member: str = _CUDA_LIB, also: str = "") -> Key:
+    """A key whose first release is the first wheel whose ``member`` holds it (the wheels of
+    every minor from 1.8 to 2.13, torch_env.WHEELS; tests/test_release_wheels.py)."""
+    return Key(name, since, first_in(since, member) + (f"; {also}" if also else ""), "wheel")
 
 
 KEYS: dict[str, Key] = {
     k.name: k
     for k in (
-        Key("max_split_size_mb", "1.10", "pytorch#44742 (2021-01/02)", "pr", ("1.8", "1.9")),
-        Key(
+        _key("max_split_size_mb", "1.10", also="pytorch#44742 (2021-01/02)"),
+        _key(
             "roundup_power2_divisions",
             "1.12",
-            "pytorch#74213 (2022-03-15, 'Better use of blocks with rounding')",
-            "pr",
+            also="pytorch#74213 (2022-03-15, 'Better use of blocks with rounding')",
         ),
-        Key(
-            "garbage_collection_threshold",
-            "1.12",
-            "c10/cuda/CUDACachingAllocator.cpp; documented with roundup_power2_divisions",
-            "pr",
-            ("1.11",),
-        ),
-        Key(
+        _key("garbage_collection_threshold", "1.12", also="absent from 1.11.0"),
+        _key(
             "backend",
             "2.0",
-            "pytorch#82682 (2022-08, cudaMallocAsync backend, after #65365)",
-            "pr",
-            ("1.13",),
+            also="pytorch#82682 (2022-08, cudaMallocAsync backend); absent from 1.13.1",
         ),
-        Key("expandable_segments", "2.1", "pytorch#96995 (2023-04, 'Expandable blocks')", "pr"),
-        Key(
+        _key("expandable_segments", "2.1", also="pytorch#96995 (2023-04, 'Expandable blocks')"),
+        _key(
             "release_lock_on_cudamalloc",
             "2.2",
-            "pytorch#108367 (2023-08-31); ROCm/pytorch#1304 (2023-10-24) shows "
+            also="pytorch#108367 (2023-08-31); ROCm/pytorch#1304 (2023-10-24) shows "
             "'Unrecognized CachingAllocator option: release_lock_on_cudamalloc' on a 2.1 branch",
-            "pr",
         ),
-        Key("pinned_use_cuda_host_register", "2.2", "pytorch#108488 (2023-09/10)", "pr"),
-        Key("pinned_num_register_threads", "2.2", "pytorch#108488 (2023-09/10)", "pr"),
-        Key("max_non_split_rounding_mb", "2.6", "pytorch#136174 (2024-09-16)", "pr", ("2.5",)),
-        Key("pinned_reserve_segment_size_mb", "2.10", "pytorch#163780 (2025-09-30)", "pr"),
-        Key(
-            "pinned_max_round_threshold_mb",
-            "2.11",
-            "pytorch#171662 (2026-01)",
-            "pr",
-            ("2.10",),
-        ),
-        Key(
-            "pinned_max_cached_size_mb",
-            "2.11",
-            "pytorch#171662 (2026-01)",
-            "pr",
-            ("2.10",),
-        ),
+        _key("pinned_use_cuda_host_register", "2.2", also="pytorch#108488 (2023-09/10)"),
+        _key("pinned_num_register_threads", "2.2", also="pytorch#108488 (2023-09/10)"),
+        # the HIP spellings are parsed by the CUDA build's parser too
+        _key("release_lock_on_hipmalloc", "2.2"),
+        _key("pinned_use_hip_host_register", "2.2"),
+        _key("max_non_split_rounding_mb", "2.6", also="pytorch#136174 (2024-09-16)"),
+        _key("pinned_use_background_threads", "2.6"),
+        _key("graph_capture_record_stream_reuse", "2.9"),
+        _key("pinned_reserve_segment_size_mb", "2.10", also="pytorch#163780 (2025-09-30)"),
+        _key("per_process_memory_fraction", "2.10"),
+        _key("large_segment_size_mb", "2.11", "torch/lib/libc10.so"),
+        _key("pinned_free_catch_all", "2.12"),
+        _key("throw_on_cudamalloc_oom", "2.12"),
+        # pytorch#171662 (2026-01) missed the 2.11 and 2.12 branches: absent from both wheels
+        _key("pinned_max_round_threshold_mb", "2.13", "torch/lib/libc10.so"),
+        _key("pinned_max_cached_size_mb", "2.13", "torch/lib/libc10.so"),
     )
 }
-# Keys only known to be accepted from VERIFIED_IN on (their first release was not traced).
-for _name in (
-    "pinned_use_background_threads",
-    "large_segment_size_mb",
-    "release_lock_on_hipmalloc",
-    "pinned_use_hip_host_register",
-    "graph_capture_record_stream_reuse",
-    "per_process_memory_fraction",
-    "pinned_free_catch_all",
-    "throw_on_cudamalloc_oom",
-):
-    KEYS[_name] = Key(_name, None, _WHEEL, "wheel", _BEFORE_213)
 
 # Upstream allocator sources read from the stored-code index (see torch_env.SOURCES_READ for
 # what the store holds and why no commit maps to a release tag). Each lists the keys that file
@@ -156,17 +141,26 @@ SYNTAX: dict[tuple[str, str], tuple[str, str]] = {
 # Which variable the CUDA caching allocator takes its settings from, per release.
 # PYTORCH_ALLOC_CONF is read from 2.9 (torch_env), but on 2.9.x the CUDA allocator still took its
 # keys only from PYTORCH_CUDA_ALLOC_CONF: pytorch#183387 (2.9.1+cu128: expandable_segments via
-# PYTORCH_ALLOC_CONF silently ignored), fixed by 2.11.0 (karpathy/autoresearch#588, measured).
+# PYTORCH_ALLOC_CONF silently ignored). The release headers show where that changed:
+# torch/include/c10/cuda/CUDAAllocatorConfig.h of torch 2.9.1 (CUDAAllocatorConfig::instance)
+# reads only PYTORCH_CUDA_ALLOC_CONF (and PYTORCH_HIP_ALLOC_CONF under USE_ROCM); the same header
+# of 2.10.0 falls back to PYTORCH_ALLOC_CONF when PYTORCH_CUDA_ALLOC_CONF is unset, and
+# libc10_cuda.so holds PYTORCH_ALLOC_CONF from 2.10 (release_strings.json; checked 2026-11-26).
 CUDA_ALLOCATOR_VARIABLES: dict[str, tuple[str, tuple[str, ...], str]] = {
-    "PYTORCH_CUDA_ALLOC_CONF": ("1.10", ("1.8", "1.9"), "pytorch#44742"),
-    "PYTORCH_ALLOC_CONF": ("2.11", ("2.10",), "pytorch#183387, karpathy/autoresearch#588"),
+    "PYTORCH_CUDA_ALLOC_CONF": ("1.10", (), first_in("1.10", _CUDA_LIB)),
+    "PYTORCH_ALLOC_CONF": (
+        "2.10",
+        (),
+        "pytorch#183387; c10/cuda/CUDAAllocatorConfig.h of " + first_in("2.10", _CUDA_LIB),
+    ),
 }
 # Releases that print "PYTORCH_CUDA_ALLOC_CONF is deprecated, use PYTORCH_ALLOC_CONF instead":
-# seen on 2.9.0 (Comfy-Org/ComfyUI#10386); "present only on 2.8 <= torch < 2.12"
-# (PriorLabs/TabPFN#608); the message is absent from libc10.so of 2.13.0 and 2.14.1, where the old
-# name is a plain alias (pytorch#167659 kept it).
-DEPRECATION_WARNED = ("2.9", "2.10", "2.11")
-DEPRECATION_UNSURE = ("2.8",)
+# seen on 2.9.0 (Comfy-Org/ComfyUI#10386). The message is in torch/lib/libc10.so of the 2.9.1
+# wheel only: absent from every other wheel from 1.8 to 2.13 (release_strings.json, 2026-11-26),
+# so PriorLabs/TabPFN#608's "2.8 <= torch < 2.12" overstates it; from 2.10 the old name is a plain
+# alias (pytorch#167659 kept it).
+DEPRECATION_WARNED = ("2.9",)
+DEPRECATION_UNSURE: tuple[str, ...] = ()
 
 # Keys the cudaMallocAsync backend ignores (torch warns "backend:cudaMallocAsync ignores
 # max_split_size_mb, roundup_power2_divisions, and garbage_collect_threshold"; 2.14.1 libc10_cuda).

@@ -2,13 +2,18 @@
 
 A remedy that sets, renames or unsets a variable is only right if the examined torch reads that
 variable (issue 25, "version-blind"). Each row says from which release torch reads a variable,
-until which release, what it was renamed to, and the source. Checked 2026-11-24.
+until which release, what it was renamed to, and the source. Rows first checked 2026-11-24, then
+against every release's own wheel on 2026-11-26 (``WHEELS_CHECKED``).
 
-How the rows were built (the pytorch/pytorch snapshot is 4 GB, over the 500 MB ``fetch`` limit,
-so release tags could not be checked out here):
-- ``wheel``: read from a released wheel on this machine: ``strings`` on ``torch/lib/libc10.so``,
-  ``libc10_cuda.so``, ``libtorch_cpu.so`` and ``libtorch_cuda.so`` of torch 2.13.0 (CPU) and
-  2.14.1 (cu130), and ``torch/utils/cpp_extension.py`` of 2.13.0.
+How the rows were built:
+- ``wheel``: read from the released wheels, which are built from their release tag, so their
+  members are that tag's shipped source. ``scripts/release_strings.py`` read the wheel of every
+  minor from 1.8 to 2.13 (``WHEELS``: latest patch, the PyPI Linux x86_64 CUDA build; and the
+  macOS arm64 wheels from 1.12 for MPS): the strings of ``torch/lib/libc10.so``,
+  ``libc10_cuda.so``, ``libtorch_cpu.so``, ``libtorch_cuda*.so``, ``libtorch_python.so``, the
+  headers and the Python files. What each release holds is in ``release_strings.json`` (per
+  release and name, the members holding it); ``shipped_in`` names the members whose strings show
+  a row's variable is read, and tests/test_release_wheels.py holds every row to that file.
 - ``pr``: the upstream pull request that added or renamed the variable (search tool, issues
   corpus); the first release is the one whose branch was cut after the merge.
 - ``report``: a public report that shows the released behaviour (a warning line, a repro) on a
@@ -16,7 +21,9 @@ so release tags could not be checked out here):
 - ``SOURCES_READ`` (below): upstream source files read from the stored-code index, each by
   commit and path; none could be mapped to a release tag, so they confirm names, not releases.
 Where a release between two known points cannot be told, it is listed in ``unsure`` and every
-question about it answers ``None`` (unknown), never a guess.
+question about it answers ``None`` (unknown), never a guess. A library's string counts as "read"
+only where the name is a string of its own (getenv's or the key parser's argument, or the tail
+the linker merged it into), not where it only appears inside a message.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ from dataclasses import dataclass
 from .compat import parse_version, torch_minor
 
 CHECKED = "2026-11-24"
+WHEELS_CHECKED = "2026-11-26"  # release_strings.json: the wheels of 1.8 to 2.13
 OLDEST = "1.8"  # the table covers torch 1.8 and later
 NEWEST = "2.14"  # the newest release a row was checked against (2.14.1 wheel)
 
@@ -49,12 +57,56 @@ class EnvVar:
     scope: str = "runtime"  # runtime | build (torch's own CMake) | extension (cpp_extension)
     platform: str = "any"  # any | cuda | rocm | mps
     unsure: tuple[str, ...] = ()  # minors where reading it cannot be told from the sources
+    # torch/lib libraries (name prefixes) or source files whose strings show, release by
+    # release, that torch reads it (release_strings.json; tests/test_release_wheels.py)
+    shipped_in: tuple[str, ...] = ()
+
+
+# The wheel read for each release (release_strings.json; tests hold the two equal).
+WHEELS: dict[str, str] = {
+    "1.8": "torch-1.8.1-cp39-cp39-manylinux1_x86_64.whl",
+    "1.9": "torch-1.9.1-cp39-cp39-manylinux1_x86_64.whl",
+    "1.10": "torch-1.10.2-cp39-cp39-manylinux1_x86_64.whl",
+    "1.11": "torch-1.11.0-cp39-cp39-manylinux1_x86_64.whl",
+    "1.12": "torch-1.12.1-cp39-cp39-manylinux1_x86_64.whl",
+    "1.13": "torch-1.13.1-cp39-cp39-manylinux1_x86_64.whl",
+    "2.0": "torch-2.0.1-cp310-cp310-manylinux1_x86_64.whl",
+    "2.1": "torch-2.1.2-cp310-cp310-manylinux1_x86_64.whl",
+    "2.2": "torch-2.2.2-cp310-cp310-manylinux1_x86_64.whl",
+    "2.3": "torch-2.3.1-cp310-cp310-manylinux1_x86_64.whl",
+    "2.4": "torch-2.4.1-cp310-cp310-manylinux1_x86_64.whl",
+    "2.5": "torch-2.5.1-cp310-cp310-manylinux1_x86_64.whl",
+    "2.6": "torch-2.6.0-cp310-cp310-manylinux1_x86_64.whl",
+    "2.7": "torch-2.7.1-cp310-cp310-manylinux_2_28_x86_64.whl",
+    "2.8": "torch-2.8.0-cp310-cp310-manylinux_2_28_x86_64.whl",
+    "2.9": "torch-2.9.1-cp310-cp310-manylinux_2_28_x86_64.whl",
+    "2.10": "torch-2.10.0-3-cp310-cp310-manylinux_2_28_x86_64.whl",
+    "2.11": "torch-2.11.0-cp310-cp310-manylinux_2_28_x86_64.whl",
+    "2.12": "torch-2.12.1-cp310-cp310-manylinux_2_28_x86_64.whl",
+    "2.13": "torch-2.13.0-cp312-cp312-manylinux_2_28_x86_64.whl",
+}
+MAC_WHEELS: dict[str, str] = {
+    "1.12": "torch-1.12.1-cp39-none-macosx_11_0_arm64.whl",
+    "1.13": "torch-1.13.1-cp39-none-macosx_11_0_arm64.whl",
+}
+
+
+def first_in(minor: str, member: str, mac: bool = False) -> str:
+    """Cite the first wheel whose MEMBER holds a name (the earlier wheels do not)."""
+    wheels = MAC_WHEELS if mac else WHEELS
+    return f"first in {wheels[minor]}: {member} (wheels checked {WHEELS_CHECKED})"
 
 
 _NCCL_RENAME = (
     "pytorch#114077 (2023-11-19, 'Avoid using NCCL_ prefix for non-NCCL env variables'): the "
     "old name is still read with a deprecation warning (ray-project/ray#47292 quotes it on 2.2+)"
 )
+# From 2.2 the old NCCL_ name's bytes are the tail of the TORCH_NCCL_ string (the linker merged
+# the two literals), so from 2.2 the wheels cannot show on their own that the old name is read:
+# those releases rest on pytorch#114077 and ray-project/ray#47292.
+_NCCL_TAIL = "from 2.2 only as the merged tail of the TORCH_ name (read per pytorch#114077)"
+_NCCL_LIBS = ("libtorch_cuda", "libtorch_python")  # c10d sat in libtorch_python.so until 1.9
+_C10 = ("libc10",)  # libc10.so and libc10_cuda.so
 
 VARIABLES: dict[str, EnvVar] = {
     v.name: v
@@ -62,53 +114,62 @@ VARIABLES: dict[str, EnvVar] = {
         EnvVar(
             "PYTORCH_CUDA_ALLOC_CONF",
             "1.10",
-            "pytorch#44742 (max_split_size_mb behind this variable, discussed 2021-01); present "
-            "in libc10.so of 2.13.0 and 2.14.1",
-            "pr",
+            first_in("1.10", "torch/lib/libc10_cuda.so") + "; absent from 1.8.1 and 1.9.1; "
+            "pytorch#44742 (max_split_size_mb behind this variable, discussed 2021-01)",
+            "wheel",
             renamed_to="PYTORCH_ALLOC_CONF",
             renamed_in="2.9",
             platform="cuda",
-            unsure=("1.8", "1.9"),
+            shipped_in=_C10,
         ),
         EnvVar(
             "PYTORCH_ALLOC_CONF",
             "2.9",
-            "c10/core/AllocatorConfig.cpp (pytorch#149601); the 'PYTORCH_CUDA_ALLOC_CONF is "
-            "deprecated, use PYTORCH_ALLOC_CONF' warning on 2.9.0 (Comfy-Org/ComfyUI#10386, "
-            "2025-10-17); present in libc10.so of 2.13.0 and 2.14.1",
-            "report",
-            unsure=("2.8",),
+            first_in("2.9", "torch/lib/libc10.so") + " (c10/core/AllocatorConfig.cpp, "
+            "pytorch#149601); absent from 2.8.0; the 'PYTORCH_CUDA_ALLOC_CONF is deprecated, "
+            "use PYTORCH_ALLOC_CONF' warning on 2.9.0 (Comfy-Org/ComfyUI#10386, 2025-10-17)",
+            "wheel",
+            shipped_in=_C10,
         ),
         EnvVar(
             "PYTORCH_HIP_ALLOC_CONF",
             None,
-            "present in libc10.so of 2.13.0 and 2.14.1 (ROCm builds)",
+            "ROCm builds only, so the CUDA wheels show it only where the source is shared: "
+            "read under USE_ROCM in torch/include/c10/cuda/CUDAAllocatorConfig.h of "
+            f"{WHEELS['2.8']}, and in torch/lib/libc10.so from {WHEELS['2.9']}; before 2.8 a "
+            "ROCm build's name (hipify) cannot be told from a CUDA wheel",
             "wheel",
             platform="rocm",
-            unsure=minors("1.8", "2.12"),
+            unsure=minors("1.8", "2.7"),
+            shipped_in=("libc10", "CUDAAllocatorConfig.h"),
         ),
         EnvVar(
             "PYTORCH_NO_CUDA_MEMORY_CACHING",
             None,
-            "docs/source/notes/cuda.rst (all releases in range); libc10_cuda.so of 2.14.1; "
-            "before 2.0 any value, even 0, disabled caching (pytorch#90431, 2022-12-08)",
+            f"torch/lib/libc10_cuda.so of every wheel from {WHEELS['1.8']} to 2.13.0 "
+            f"(checked {WHEELS_CHECKED}); before 2.0 any value, even 0, disabled caching "
+            "(pytorch#90431, 2022-12-08)",
             "wheel",
             platform="cuda",
+            shipped_in=("libc10_cuda",),
         ),
         EnvVar(
             "PYTORCH_USE_CUDA_DSA",
-            None,
-            "libc10_cuda.so of 2.14.1 (run-time switch for device-side assertions in a build "
-            "compiled with TORCH_USE_CUDA_DSA)",
+            "2.0",
+            first_in("2.0", "torch/lib/libc10_cuda.so") + "; absent from 1.13.1 (run-time "
+            "switch for device-side assertions in a build compiled with TORCH_USE_CUDA_DSA)",
             "wheel",
             platform="cuda",
-            unsure=minors("1.8", "2.13"),
+            shipped_in=("libc10_cuda",),
         ),
         EnvVar(
             "TORCH_USE_CUDA_DSA",
             "2.0",
-            "a CMake option of torch's own build (the 'Compile with TORCH_USE_CUDA_DSA' hint); "
-            "absent from every library of the 2.14.1 wheel: an installed wheel never reads it",
+            "a CMake option of torch's own build, a preprocessor macro in the headers (#ifdef "
+            "TORCH_USE_CUDA_DSA in torch/include/c10/cuda/CUDADeviceAssertionHost.h, and the "
+            f"'Compile with `TORCH_USE_CUDA_DSA`' hint in torch/lib/libc10_cuda.so, both first "
+            f"in {WHEELS['2.0']}); in no wheel's libraries is it a string of its own (only the "
+            "hint, and the tail of PYTORCH_USE_CUDA_DSA): an installed wheel never reads it",
             "wheel",
             scope="build",
             platform="cuda",
@@ -116,93 +177,125 @@ VARIABLES: dict[str, EnvVar] = {
         EnvVar(
             "TORCH_CUDA_ARCH_LIST",
             None,
-            "torch/utils/cpp_extension.py (read when building an extension; also torch's own "
-            "CMake); 2.13.0 wheel",
+            f"torch/utils/cpp_extension.py of every wheel from {WHEELS['1.8']} to 2.13.0 "
+            "(read when building an extension; also torch's own CMake)",
             "wheel",
             scope="extension",
             platform="cuda",
+            shipped_in=("cpp_extension.py",),
         ),
         EnvVar(
             "CUDA_LAUNCH_BLOCKING",
             None,
-            "read by the CUDA runtime in every release; also by libc10_cuda.so of 2.14.1",
+            "read by the CUDA runtime in every release; also by torch/lib/libc10_cuda.so from "
+            f"{WHEELS['1.9']}",
             "wheel",
             platform="cuda",
         ),
         EnvVar(
             "TORCH_SHOW_CPP_STACKTRACES",
             None,
-            "libtorch_cpu.so of 2.14.1; c10/util/Exception (all releases in range)",
+            f"torch/lib/libtorch_python.so of {WHEELS['1.8']} to 1.11.0, "
+            "torch/lib/libtorch_cpu.so from 1.12.1 to 2.13.0 (c10/util/Exception)",
             "wheel",
+            shipped_in=("libtorch_python", "libtorch_cpu"),
         ),
         EnvVar(
             "PYTORCH_ENABLE_MPS_FALLBACK",
             "1.12",
-            "aten/src/ATen/mps (the MPS backend first shipped in 1.12)",
-            "pr",
+            first_in("1.12", "torch/lib/libtorch_cpu.dylib", mac=True) + " (the MPS backend "
+            "first shipped in 1.12; no earlier macOS arm64 wheel)",
+            "wheel",
             platform="mps",
+            shipped_in=("libtorch_cpu",),
         ),
         EnvVar(
             "PYTORCH_MPS_HIGH_WATERMARK_RATIO",
-            "2.0",
-            "aten/src/ATen/mps/MPSAllocator (the watermark allocator); 1.13 unsure",
-            "pr",
+            "1.13",
+            first_in("1.13", "torch/lib/libtorch_cpu.dylib", mac=True) + "; absent from "
+            "1.12.1 (aten/src/ATen/mps/MPSAllocator)",
+            "wheel",
             platform="mps",
-            unsure=("1.13",),
+            shipped_in=("libtorch_cpu",),
         ),
         EnvVar(
             "PYTORCH_MPS_LOW_WATERMARK_RATIO",
-            "2.1",
-            "aten/src/ATen/mps/MPSAllocator (low watermark added after the high one); 2.0 unsure",
-            "pr",
+            "1.13",
+            first_in("1.13", "torch/lib/libtorch_cpu.dylib", mac=True) + ", with the high "
+            "one; absent from 1.12.1",
+            "wheel",
             platform="mps",
-            unsure=("2.0",),
+            shipped_in=("libtorch_cpu",),
         ),
         # NCCL: torch's own switches moved from NCCL_* to TORCH_NCCL_* in 2.2.
         EnvVar(
             "NCCL_ASYNC_ERROR_HANDLING",
             None,
-            "pytorch#44163 (2020-09, before 1.8); " + _NCCL_RENAME + "; still in "
-            "libtorch_cuda.so of 2.14.1",
+            f"torch/lib/libtorch_python.so of {WHEELS['1.8']} and 1.9.1, libtorch_cuda*.so "
+            f"from 1.10.2; {_NCCL_TAIL}; pytorch#44163 (2020-09); " + _NCCL_RENAME,
             "wheel",
             renamed_to="TORCH_NCCL_ASYNC_ERROR_HANDLING",
             renamed_in="2.2",
+            shipped_in=_NCCL_LIBS,
         ),
         EnvVar(
             "TORCH_NCCL_ASYNC_ERROR_HANDLING",
             "2.2",
-            _NCCL_RENAME + "; libtorch_cuda.so of 2.14.1",
-            "pr",
+            first_in("2.2", "torch/lib/libtorch_cuda.so") + "; " + _NCCL_RENAME,
+            "wheel",
+            shipped_in=_NCCL_LIBS,
         ),
         EnvVar(
             "NCCL_BLOCKING_WAIT",
             None,
-            "torch.distributed docs of 1.7 (pytorch#46879); " + _NCCL_RENAME,
-            "pr",
+            f"torch/lib/libtorch_python.so of {WHEELS['1.8']} and 1.9.1, libtorch_cuda*.so "
+            f"from 1.10.2; {_NCCL_TAIL}; " + _NCCL_RENAME,
+            "wheel",
             renamed_to="TORCH_NCCL_BLOCKING_WAIT",
             renamed_in="2.2",
+            shipped_in=_NCCL_LIBS,
         ),
-        EnvVar("TORCH_NCCL_BLOCKING_WAIT", "2.2", _NCCL_RENAME, "pr"),
+        EnvVar(
+            "TORCH_NCCL_BLOCKING_WAIT",
+            "2.2",
+            first_in("2.2", "torch/lib/libtorch_cuda.so") + "; " + _NCCL_RENAME,
+            "wheel",
+            shipped_in=_NCCL_LIBS,
+        ),
         EnvVar(
             "NCCL_DESYNC_DEBUG",
-            None,
-            _NCCL_RENAME,
-            "pr",
+            "1.11",
+            first_in("1.11", "torch/lib/libtorch_cuda.so") + "; absent from 1.8.1 to 1.10.2; "
+            f"{_NCCL_TAIL}; " + _NCCL_RENAME,
+            "wheel",
             renamed_to="TORCH_NCCL_DESYNC_DEBUG",
             renamed_in="2.2",
-            unsure=minors("1.8", "1.10"),
+            shipped_in=_NCCL_LIBS,
         ),
-        EnvVar("TORCH_NCCL_DESYNC_DEBUG", "2.2", _NCCL_RENAME, "pr"),
+        EnvVar(
+            "TORCH_NCCL_DESYNC_DEBUG",
+            "2.2",
+            first_in("2.2", "torch/lib/libtorch_cuda.so") + "; " + _NCCL_RENAME,
+            "wheel",
+            shipped_in=_NCCL_LIBS,
+        ),
         EnvVar(
             "NCCL_ENABLE_TIMING",
-            None,
-            _NCCL_RENAME,
-            "pr",
+            "2.1",
+            first_in("2.1", "torch/lib/libtorch_cuda.so") + "; absent from 1.8.1 to 2.0.1; "
+            f"{_NCCL_TAIL}; " + _NCCL_RENAME,
+            "wheel",
             renamed_to="TORCH_NCCL_ENABLE_TIMING",
             renamed_in="2.2",
-            unsure=minors("1.8", "2.0"),
+            shipped_in=_NCCL_LIBS,
         ),
-        EnvVar("TORCH_NCCL_ENABLE_TIMING", "2.2", _NCCL_RENAME, "pr"),
+        EnvVar(
+            "TORCH_NCCL_ENABLE_TIMING",
+            "2.2",
+            first_in("2.2", "torch/lib/libtorch_cuda.so") + "; " + _NCCL_RENAME,
+            "wheel",
+            shipped_in=_NCCL_LIBS,
+        ),
     )
 }
 

@@ -217,7 +217,7 @@ def _ignored(env: dict[str, str], facts: Facts, out: Findings) -> bool:
         "does not read it at all (first read in 2.9)"
         if read is False
         else "reads it, but its CUDA allocator takes settings only from PYTORCH_CUDA_ALLOC_CONF "
-        "(pytorch#183387; fixed by 2.11)"
+        "(pytorch#183387; from 2.10 it falls back to PYTORCH_ALLOC_CONF)"
     )
     cmds = ("unset PYTORCH_ALLOC_CONF",)
     if "PYTORCH_CUDA_ALLOC_CONF" not in env:
@@ -229,7 +229,7 @@ def _ignored(env: dict[str, str], facts: Facts, out: Findings) -> bool:
         f"PYTORCH_ALLOC_CONF={value!r} is ignored by this torch ({version}): it {why}",
         Remedy(
             "Give the setting to the variable this torch reads (the value stays the same), or "
-            "upgrade torch to 2.11 or later, which reads PYTORCH_ALLOC_CONF.",
+            "upgrade torch to 2.10 or later, whose CUDA allocator reads PYTORCH_ALLOC_CONF.",
             cmds,
             grounded(facts, "env.PYTORCH_ALLOC_CONF", "torch.version", "torch.build.variant"),
         ),
@@ -259,8 +259,21 @@ def _both_set(env: dict[str, str], facts: Facts, out: Findings) -> None:
     )
 
 
+def _no_allocator_variable(env: dict[str, str], version: str | None, out: Findings) -> bool:
+    """Before 1.10 torch reads neither variable (absent from libc10_cuda.so of the 1.8.1 and 1.9.1
+    wheels): a value there is inert, so neither "torch raises" nor "move it" would be true."""
+    if any(alloc_keys.cuda_allocator_reads(v, version) is not False for v in ALLOC_VARS):
+        return False
+    for var in ALLOC_VARS:
+        if var in env:
+            out.judged[var] = f"no effect (torch {version} reads no allocator variable)"
+    return True
+
+
 def allocator(env: dict[str, str], facts: Facts, out: Findings) -> None:
     """Both allocator variables judged against the examined release (data/alloc_keys.py)."""
+    if _no_allocator_variable(env, facts.torch.version, out):
+        return
     for var in ALLOC_VARS:
         if var in env:
             _judge_value(env, facts, var, out)
@@ -279,7 +292,7 @@ def allocator(env: dict[str, str], facts: Facts, out: Findings) -> None:
             "PYTORCH_CUDA_ALLOC_CONF",
             "cuda-alloc-conf-deprecated",
             f"torch {version} warns that PYTORCH_CUDA_ALLOC_CONF is deprecated in favour of "
-            "PYTORCH_ALLOC_CONF (2.9 to 2.11 print it; from 2.12 the old name is a plain alias)",
+            "PYTORCH_ALLOC_CONF (only 2.9 prints it; from 2.10 the old name is a plain alias)",
             Remedy(
                 "Rename the variable; the value stays the same.",
                 (set_env(facts, "PYTORCH_ALLOC_CONF", old), "unset PYTORCH_CUDA_ALLOC_CONF"),

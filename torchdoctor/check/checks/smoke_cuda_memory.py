@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from torchdoctor.data import alloc_keys
 from torchdoctor.report.result import Problem, Remedy, Status, Verdict, from_problems, verdict
 
 from ..record import Facts
@@ -21,16 +22,36 @@ FINDINGS = {
 }
 
 MIB = 1024 * 1024
+# the allocator variables, newest name first (checks/env.py judges their values)
+ALLOC_VARS = ("PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF")
 
-KEPT_FIX = Remedy(
-    "Cached memory that empty_cache cannot return is still referenced. Fragmentation "
-    "is eased by expandable segments.",
-    ("export PYTORCH_ALLOC_CONF=expandable_segments:True",),
-    evidence=("smoke.devices",),
-)
+_KEPT = "Cached memory that empty_cache cannot return is still referenced"
 
 
-def _kept(device: str, mem: Memory) -> Problem | None:
+def _kept_fix(facts: Facts, device: str) -> Remedy:
+    """Expandable segments ease fragmentation, given through the variable this release's CUDA
+    allocator reads, and only where the release knows the key (2.1+, data/alloc_keys.py)."""
+    version = facts.torch.version
+    var = next(
+        (v for v in ALLOC_VARS if alloc_keys.cuda_allocator_reads(v, version) is not False), None
+    )
+    if (
+        device == "mps"
+        or var is None
+        or alloc_keys.accepts("expandable_segments", version) is False
+    ):
+        return Remedy(
+            f"{_KEPT}: free the tensors that hold it (del, or let them leave scope) first.",
+            evidence=("smoke.devices",),
+        )
+    return Remedy(
+        f"{_KEPT}. Fragmentation is eased by expandable segments.",
+        (f"export {var}=expandable_segments:True",),
+        evidence=("smoke.devices", "torch.version"),
+    )
+
+
+def _kept(facts: Facts, device: str, mem: Memory) -> Problem | None:
     returned, block = mem.returned_mib or 0.0, mem.block_mib or 0.0
     if returned >= 0.5 * block:
         return None
@@ -38,7 +59,7 @@ def _kept(device: str, mem: Memory) -> Problem | None:
         f"{device}: empty_cache returned only {returned:.0f} of {mem.block_mib} MiB "
         "to the driver (another allocation kept the cached block alive?)"
     )
-    return Problem("memory-kept", Status.WARN, why, [KEPT_FIX])
+    return Problem("memory-kept", Status.WARN, why, [_kept_fix(facts, device)])
 
 
 def check(facts: Facts, ctx: Context) -> Verdict:
@@ -70,7 +91,7 @@ def check(facts: Facts, ctx: Context) -> Verdict:
             f"{device} sync {mem.sync_us or 0:.0f} µs, empty_cache {mem.empty_cache_us or 0:.0f} µs, "
             f"returned {mem.returned_mib or 0:.0f} of {mem.block_mib} MiB"
         )
-        problems.append(_kept(device, mem))
+        problems.append(_kept(facts, device, mem))
     # Failures first, as the summary always led with them.
     found = sorted((p for p in problems if p), key=lambda p: -p.status.rank)
     return from_problems(found, {"devices": rows}, "; ".join(parts))
