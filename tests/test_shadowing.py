@@ -13,7 +13,12 @@ import pytest
 from torchdoctor.check.checks import shadowing
 from torchdoctor.check.checks.common import Context
 from torchdoctor.check.record import load_facts as typed
-from torchdoctor.probes.child.locate import TORCH_STDLIB, find_torch, stdlib_shadows
+from torchdoctor.probes.child.locate import (
+    TORCH_STDLIB,
+    companion_shadows,
+    find_torch,
+    stdlib_shadows,
+)
 from torchdoctor.report.result import Status
 
 from .conftest import needs_torch
@@ -195,3 +200,43 @@ def test_python_m_torchdoctor_beside_a_dis_py_runs_instead_of_a_traceback(tmp_pa
     assert "Traceback" not in out.stderr and "user dis.py" not in out.stderr, out.stderr
     ids = [f["id"] for f in json.loads(out.stdout)["findings"]]
     assert "torch.shadowing.stdlib" in ids
+
+
+def test_pytorch_vision_2228_torchvision_checkout_in_cwd_hides_the_installed_torchvision(tmp_path):
+    """Run from a torchvision source checkout: `import torchvision` takes the checkout, whose
+    ops were never built ("object has no attribute nms" from /private/tmp/vision)."""
+    site = tmp_path / "site"
+    (site / "torchvision").mkdir(parents=True)
+    (site / "torchvision" / "__init__.py").write_text("")
+    (site / "torchvision-0.5.0.dist-info").mkdir()
+    checkout = tmp_path / "vision"
+    (checkout / "torchvision").mkdir(parents=True)
+    (checkout / "torchvision" / "__init__.py").write_text("")
+    found = companion_shadows([str(site)], str(checkout))
+    assert found == [
+        {
+            "path": str(checkout / "torchvision"),
+            "kind": "package",
+            "via": "cwd",
+            "module": "torchvision",
+        }
+    ]
+    # Alone (nothing installed elsewhere), the checkout is the install: nothing hidden.
+    assert companion_shadows([], str(checkout)) == []
+
+
+def test_companion_checkout_finding_sends_the_user_out_of_the_checkout():
+    facts = json.loads((Path(__file__).parent / "facts" / "cpu_linux.json").read_text())
+    facts["platform"]["torch_shadows"] = [
+        {
+            "path": "/tmp/vision/torchvision",
+            "kind": "package",
+            "via": "cwd",
+            "module": "torchvision",
+        }
+    ]
+    result = shadowing.check(typed(facts), Context())
+    [problem] = result.problems
+    assert problem.code == "companion" and result.status == Status.WARN
+    assert "outside /tmp/vision" in problem.remedies[0].text
+    assert problem.remedies[0].commands == ()

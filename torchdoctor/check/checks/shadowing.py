@@ -24,6 +24,7 @@ FINDINGS = {
     "package": "a torch/ package hides the installed torch",
     "namespace": "a bare torch/ folder imports as an empty namespace package",
     "stdlib": "a file named like a standard-library module torch imports hides that module",
+    "companion": "a torchvision/ or torchaudio/ source checkout hides the installed one",
 }
 
 WHERE = {"cwd": "in the current directory", "sys.path": "on PYTHONPATH/sys.path"}
@@ -74,14 +75,35 @@ def _stdlib_finding(facts: Facts, shadow: Shadow) -> Problem:
     return Problem("stdlib", Status.FAIL if broke else Status.WARN, why, [rename])
 
 
+def _companion_finding(shadow: Shadow) -> Problem:
+    """pytorch/vision#2228: run from a torchvision checkout, `import torchvision` takes the
+    checkout, whose C++ ops were never built ("object has no attribute nms")."""
+    path, module = str(shadow.path), str(shadow.module)
+    where = WHERE.get(str(shadow.via), "on the path")
+    fix = Remedy(
+        f"Run your script from outside {os.path.dirname(path) or path}: {path} is a {module} "
+        f"source checkout (or copy), and a script run there imports it instead of the installed "
+        f"{module}. Or build the checkout in place so its compiled ops exist (`pip install -e . "
+        "--no-build-isolation` in it).",
+        evidence=("platform.torch_shadows",),
+    )
+    why = f"the package {path} {where} hides the installed {module}: its C++ ops are not built"
+    return Problem("companion", Status.WARN, why, [fix])
+
+
+def _judge(facts: Facts, shadow: Shadow) -> Problem:
+    if shadow.kind == "stdlib":
+        return _stdlib_finding(facts, shadow)
+    if shadow.module:
+        return _companion_finding(shadow)
+    return _finding(shadow, facts.torch.status == "ok")
+
+
 def check(facts: Facts, ctx: Context) -> Verdict:
     shadows = facts.platform.torch_shadows
     if shadows is None:
         return verdict(Status.SKIP, "the probe did not look for files that hide torch")
-    found = [
-        _stdlib_finding(facts, s) if s.kind == "stdlib" else _finding(s, facts.torch.status == "ok")
-        for s in shadows
-    ]
+    found = [_judge(facts, s) for s in shadows]
     details = {"shadows": [s.raw for s in shadows]} if shadows else {}
     passed = (
         "no torch.py or torch/ on the path hides the installed torch; no file here hides a "

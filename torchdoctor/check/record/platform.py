@@ -17,6 +17,7 @@ class Shadow(Record):
     path: Str
     kind: Str  # module | package | namespace | stdlib
     via: Str
+    module: Str  # what it hides when not torch: torchvision, torchaudio
 
 
 @record

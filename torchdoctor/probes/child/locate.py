@@ -19,16 +19,16 @@ import sysconfig
 from importlib.machinery import PathFinder
 
 
-def _spec(entry):
+def _spec(entry, name="torch"):
     try:
-        return PathFinder.find_spec("torch", [entry])
+        return PathFinder.find_spec(name, [entry])
     except (ImportError, OSError, ValueError):
         return None
 
 
-def _installed(entry, spec):
+def _installed(entry, spec, name="torch"):
     """Did an installer put this torch here (metadata beside it, or a built torch._C inside)?"""
-    meta = ("torch-*.dist-info", "torch-*.egg-info", "torch.egg-info")
+    meta = (f"{name}-*.dist-info", f"{name}-*.egg-info", f"{name}.egg-info")
     beside = (os.path.join(glob.escape(entry), pattern) for pattern in meta)
     inside = (os.path.join(glob.escape(d), "_C.*") for d in spec.submodule_search_locations or [])
     return any(glob.glob(pattern) for pattern in (*beside, *inside))
@@ -61,7 +61,11 @@ TORCH_STDLIB = (
     "threading", "timeit", "token", "tokenize", "traceback", "typing", "unittest", "uuid",
     "weakref", "zipfile", "zlib",
 )  # fmt: skip
-MAX_CWD_ENTRIES = 100_000  # a huge working directory is read this far, not whole
+MAX_CWD_ENTRIES = 100_000
+COMPANION_NAMES = (
+    "torchvision",
+    "torchaudio",
+)  # a huge working directory is read this far, not whole
 
 
 def stdlib_shadows(cwd):
@@ -91,9 +95,21 @@ def stdlib_shadows(cwd):
     return out
 
 
-def find_torch(entries, cwd=None):
-    """The installed torch among ``entries`` (a sys.path: the probe child puts no folder of ours
-    on it), and the shadows a user's script started in ``cwd`` would import first, in order.
+def companion_shadows(entries, cwd):
+    """A torchvision/ or torchaudio/ source checkout in ``cwd`` (or earlier on the path) ahead of
+    the installed copy: a script run there imports the checkout, whose compiled ops are not
+    built (pytorch/vision#2228: "object has no attribute nms" from /private/tmp/vision)."""
+    out = []
+    for name in COMPANION_NAMES:
+        where = find_torch(entries, cwd, name)
+        if where["torch"]:  # only ahead of an installed copy: alone, it is the install
+            out += [dict(s, module=name) for s in where["shadows"] if s["kind"] != "namespace"]
+    return out
+
+
+def find_torch(entries, cwd=None, name="torch"):
+    """The installed torch (or ``name``) among ``entries`` (a sys.path: the probe child puts no
+    folder of ours on it), and the shadows a user's script started in ``cwd`` would import first.
 
     A namespace folder only wins when no regular torch exists anywhere (PEP 420), so it is a
     shadow only then.
@@ -109,12 +125,12 @@ def find_torch(entries, cwd=None):
         if entry in seen or not os.path.isdir(entry):
             continue
         seen.add(entry)
-        spec = _spec(entry)
+        spec = _spec(entry, name)
         if spec is None:
             continue
         if spec.origin in (None, "namespace"):
             namespaces.append(_shadow(entry, spec, via))
-        elif _installed(entry, spec):
+        elif _installed(entry, spec, name):
             found = {"origin": spec.origin, "entry": entry}
             break
         else:

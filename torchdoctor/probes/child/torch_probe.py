@@ -86,7 +86,8 @@ def platform_facts():
         "ensurepip": importlib.util.find_spec("ensurepip") is not None,  # Debian: python3-venv
         # What `import torch` gets in a script run from the user's directory, if not torch.
         "torch_shadows": locate.find_torch(sys.path, locate.user_cwd())["shadows"]
-        + locate.stdlib_shadows(locate.user_cwd()),
+        + locate.stdlib_shadows(locate.user_cwd())
+        + locate.companion_shadows(sys.path, locate.user_cwd()),
         # Where compiled extensions are searched for (probes/extension_links.py): absolute.
         "sys_path": [os.path.abspath(p) for p in sys.path if _is_dir(p)][:64],
         "wsl": "microsoft" in release or os.path.exists("/proc/sys/fs/binfmt_misc/WSLInterop"),
