@@ -294,9 +294,8 @@ def test_official_pip_torch_with_official_companions_and_pyg_wheel_is_quiet(fact
     assert result.status == Status.PASS and "PyTorch's own build" in result.summary
 
 
-def test_all_conda_forge_environment_is_quiet(facts, tmp_path, monkeypatch):
-    site = conda_env(
-        tmp_path,
+QUIET_CONDA_ENVS = {
+    "all-conda-forge": (
         "3.12",
         [
             ("pytorch", "2.7.1", "cuda126_py312h_300", CONDA_FORGE),
@@ -304,16 +303,9 @@ def test_all_conda_forge_environment_is_quiet(facts, tmp_path, monkeypatch):
             ("torchaudio", "2.7.1", "cuda126_py312h_0", CONDA_FORGE),
             ("torch-scatter", "2.1.2", "cuda126_py312h_0", CONDA_FORGE),
         ],
-    )
-    f = live(facts, tmp_path, site, monkeypatch, "2.7.1", cuda="12.6")
-    result = judge(f, CHECK)
-    assert result.status == Status.PASS and not codes(result), result.summary
-    assert "conda-forge's build" in result.summary
-
-
-def test_all_pytorch_channel_environment_with_pyg_channel_is_quiet(facts, tmp_path, monkeypatch):
-    site = conda_env(
-        tmp_path,
+        ("2.7.1", "12.6", "conda-forge's build"),
+    ),
+    "all-pytorch-channel-with-pyg-channel": (
         "3.10",
         [
             ("pytorch", "2.1.2", "py3.10_cuda12.1_cudnn8.9.2_0", PYTORCH_CHANNEL),
@@ -321,10 +313,19 @@ def test_all_pytorch_channel_environment_with_pyg_channel_is_quiet(facts, tmp_pa
             ("torchaudio", "2.1.2", "py310_cu121", PYTORCH_CHANNEL),
             ("pytorch-scatter", "2.1.2", "py310_torch_2.1.0_cu121", PYG_CHANNEL),
         ],
-    )
-    f = live(facts, tmp_path, site, monkeypatch, "2.1.2", cuda="12.1")
+        ("2.1.2", "12.1", ""),
+    ),
+}
+
+
+@pytest.mark.parametrize("env", sorted(QUIET_CONDA_ENVS))
+def test_one_distributor_conda_environment_is_quiet(facts, tmp_path, monkeypatch, env):
+    python, packages, (version, cuda, said) = QUIET_CONDA_ENVS[env]
+    site = conda_env(tmp_path, python, packages)
+    f = live(facts, tmp_path, site, monkeypatch, version, cuda=cuda)
     result = judge(f, CHECK)
     assert result.status == Status.PASS and not codes(result), result.summary
+    assert said in result.summary
 
 
 def test_ngc_torch_with_ngcs_own_torchvision_is_quiet(facts):
