@@ -44,3 +44,24 @@ def test_a_report_without_its_torch_line_says_nothing_of_python_ranges():
     )
     ids = [f["id"] for f in _doc(text)["findings"]]
     assert "platform.python-unsupported" not in ids
+
+
+def test_cuda_9_wheels_are_judged_against_their_drivers_not_unknown_pytorch_10971_10529():
+    """cuda.driver said 'no table entry' for CUDA 9.0 and 9.1 (torch 0.4/0.5 reports): both
+    working machines, on the drivers their toolkits shipped with (387.26, 384.111)."""
+    for name in (
+        "linux_torch0.4_cu91_gtx1060_k40c_driver387_cut_pytorch_pytorch_10971.txt",
+        "linux_torch0.5_source_cu90_gtx1080ti_pycharm_cut_pytorch_pytorch_10529.txt",
+    ):
+        found = [f for f in _doc((HOLDOUT2 / name).read_text())["findings"]]
+        assert not [f for f in found if f["id"].startswith("cuda.driver")], name
+
+
+def test_a_cuda_9_2_wheel_on_a_384_driver_is_too_old():
+    text = HOLDOUT2 / "linux_torch0.4_cu91_gtx1060_k40c_driver387_cut_pytorch_pytorch_10971.txt"
+    text = text.read_text().replace(
+        "CUDA used to build PyTorch: 9.1.85", "CUDA used to build PyTorch: 9.2.148"
+    )
+    text = text.replace("387.26", "384.111")
+    ids = [f["id"] for f in _doc(text)["findings"]]
+    assert "cuda.driver.too-old" in ids

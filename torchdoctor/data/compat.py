@@ -38,6 +38,14 @@ CHECKED = "2026-11-23"
 # --- CUDA toolkit -> minimum Linux x86_64 driver -------------------------------------------------
 # Keyed by "major.minor"; the GA minimum (updates raise it slightly; GA is what a wheel needs).
 TOOLKIT_MIN_DRIVER: dict[str, str] = {
+    # CUDA 8.0-9.2: NVIDIA's CUDA Toolkit Release Notes, "CUDA Toolkit and Corresponding Driver
+    # Versions" (8.0.61 GA2, 9.0.76, 9.1.85, 9.2.88), checked 2026-11-26. For 9.1 the earlier
+    # editions say 387.26, later ones 390.46: 387.26 is the driver 9.1.85 shipped with, and
+    # pytorch/pytorch#10971's working torch 0.4 (CUDA 9.1) ran on it. torch 0.3-1.1 used these.
+    "8.0": "375.26",
+    "9.0": "384.81",
+    "9.1": "387.26",
+    "9.2": "396.26",
     "10.0": "410.48",
     "10.1": "418.39",
     "10.2": "440.33",
