@@ -10,8 +10,12 @@ from collections.abc import Iterator
 # "offload": moving weights between host and an accelerator presumes the accelerator.
 # A flag or string naming another device kind (`args.cpu`, `use_mps`, "cpu") guards too, but
 # only narrowly: CUDA code behind it is TD004 (guards.py).
+# A test on the number of processes guards too: what runs only when world_size > 1 (or under
+# `if args.distributed:`) is multi-GPU training, NCCL's (demucs' distrib.py, scan_blind2).
 GUARD_WORD = re.compile(
-    r"cuda|gpu|device|accelerator|is_available|offload|(^|_)(cpu|mps)($|_)", re.I
+    r"cuda|gpu|device|accelerator|is_available|offload|(^|_)(cpu|mps)($|_)"
+    r"|world_size|(^|_)(distributed|ddp)($|_)",
+    re.I,
 )
 DEVICE_SPECIFIC_NAME = re.compile(r"cuda|gpu|cudnn|nccl|triton|cutlass", re.I)
 NO_GRAD_WORD = re.compile(r"no_grad|inference_mode")
