@@ -52,7 +52,7 @@ def gather(
         return {"status": "skipped", "error": "torch's library directory was not found"}
     lib_dir = os.path.join(torch_dir, "lib")
     walk = _Walk(torch_dir, budget_s)
-    torch_libs = _TorchLibs(lib_dir)
+    torch_libs = _TorchLibs(lib_dir)  # opened at the first extension that links to torch
     mismatched = []
     scanned = 0
     try:
@@ -160,18 +160,27 @@ class _TorchLibs:
     """torch/lib's libraries, opened once, each with its symbol lookup."""
 
     def __init__(self, lib_dir: str) -> None:
-        self.names: set[str] = set()
+        self.lib_dir = lib_dir
         self.files: list[Elf] = []
-        self.lookups: list[Lookup] = []
+        self._lookups: list[Lookup] | None = None
         try:
-            names = sorted(os.listdir(lib_dir))[:256]
+            self.listing = sorted(os.listdir(lib_dir))[:256]
         except OSError:
-            names = []
-        for name in names:
-            if ".so" not in name:
-                continue
-            self.names.add(name)
-            elf = Elf.open(os.path.join(lib_dir, name))
+            self.listing = []
+        self.names = {n for n in self.listing if ".so" in n}
+
+    @property
+    def lookups(self) -> list[Lookup]:
+        """torch's libraries mapped and their hash tables read, once, when first needed (most
+        environments have no extension that links to torch: nothing of torch/lib is read)."""
+        if self._lookups is None:
+            self._lookups = self._open()
+        return self._lookups
+
+    def _open(self) -> list[Lookup]:
+        lookups: list[Lookup] = []
+        for name in sorted(self.names):
+            elf = Elf.open(os.path.join(self.lib_dir, name))
             if elf is None:
                 continue
             self.files.append(elf)
@@ -180,7 +189,8 @@ class _TorchLibs:
             except (ValueError, IndexError, struct.error):
                 lookup = None
             if lookup is not None:
-                self.lookups.append(lookup)
+                lookups.append(lookup)
+        return lookups
 
     def defines(self, symbol: str) -> bool:
         return any(symbol in lookup for lookup in self.lookups)
