@@ -164,6 +164,9 @@ def _gather(opts: GatherOptions, t0: float, watch: _Watch) -> dict[str, Any]:
     argv = _probe_argv(opts, packages_here)
     probe = _Background(lambda: watch.run(argv, opts.timeout_s, deadline.until))
     packages_job = _Background(torch_probe.package_facts) if packages_here else None
+    # Same interpreter: its import path is ours, so compiled extensions are searched for while
+    # the child imports torch; they are judged against torch's libraries after.
+    extensions_job = _Background(_early_extension_search) if packages_here else None
     facts = _local_facts(opts, watch, deadline)
     probe.thread.join()
     run: ProbeRun = probe.value if probe.error is None else ProbeRun(status="not_started")
@@ -179,14 +182,28 @@ def _gather(opts: GatherOptions, t0: float, watch: _Watch) -> dict[str, Any]:
     # torch libraries its RECORD does not list: an older install's, beside this one
     facts["packages"] = torch_leftovers.annotate(facts["packages"])
     facts["torch"] = torch_facts_from_run(run)
-    facts["compiled_extensions"] = _extension_facts(facts, deadline)
+    facts["compiled_extensions"] = _extension_facts(facts, deadline, extensions_job)
     facts["smoke"] = _smoke_facts(opts, run, watch, deadline)
     facts["probe"] = {"torch": run.summary()}
     facts["collected"]["duration_s"] = round(time.monotonic() - t0, 4)
     return facts
 
 
-def _extension_facts(facts: dict[str, Any], deadline: _Deadline) -> dict[str, Any]:
+def _cwd() -> str | None:
+    try:
+        return os.getcwd()
+    except OSError:  # run from a deleted directory
+        return None
+
+
+def _early_extension_search() -> extension_links.Found:
+    roots = extension_links.roots_of(sys.path, _cwd(), [sys.prefix, sys.base_prefix])
+    return extension_links.search(roots)
+
+
+def _extension_facts(
+    facts: dict[str, Any], deadline: _Deadline, early: _Background | None
+) -> dict[str, Any]:
     """Extensions under the examined interpreter's import path and the working directory whose
     links the installed torch does not satisfy: read from their files, within the deadline."""
     torch_file = facts["torch"].get("file")
@@ -199,17 +216,24 @@ def _extension_facts(facts: dict[str, Any], deadline: _Deadline) -> dict[str, An
     else:
         return {"status": "skipped", "error": "torch is not installed"}
     platform = facts["platform"]
-    try:
-        cwd: str | None = os.getcwd()
-    except OSError:  # run from a deleted directory
-        cwd = None
     prefixes = [platform.get("prefix"), platform.get("base_prefix")]
-    roots = extension_links.roots_of(platform.get("sys_path"), cwd, prefixes)
+    roots = extension_links.roots_of(platform.get("sys_path"), _cwd(), prefixes)
     left = deadline.left(extension_links.BUDGET_S)
     if left <= 0:
         return {"status": "skipped", "error": "the run's deadline passed before the search"}
-    job = _Background(lambda: extension_links.gather(torch_dir, roots, left))
-    return job.result(left + 1.0, "the search for compiled extensions")
+    found = extension_links.Found()
+    if early is not None:
+        done = early.result(left, "the search for compiled extensions")
+        if isinstance(done, extension_links.Found):
+            found = done
+    # What the probe's import path holds that this process's does not (normally nothing).
+    rest = [r for r in roots if os.path.realpath(r) not in found.searched]
+    job = _Background(lambda: extension_links.judge(torch_dir, found.merge(_search(rest, left))))
+    return job.result(deadline.left(left) + 1.0, "the search for compiled extensions")
+
+
+def _search(roots: list[str], budget_s: float) -> extension_links.Found:
+    return extension_links.search(roots, budget_s) if roots else extension_links.Found()
 
 
 def _probe_argv(opts: GatherOptions, packages_here: bool) -> list[str]:

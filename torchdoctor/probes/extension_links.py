@@ -23,6 +23,7 @@ import re
 import struct
 import time
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 from .elf import Elf, Lookup
@@ -43,35 +44,66 @@ BUDGET_S = 2.0
 SHOWN = 5  # missing symbols recorded per library
 
 
-def gather(
-    torch_dir: str | None, roots: Iterable[str], budget_s: float = BUDGET_S
-) -> dict[str, Any]:
+@dataclass
+class Linked:
+    """An extension library that links to torch: what it needs of torch's."""
+
+    path: str
+    needs: list[str]  # torch's sonames in its DT_NEEDED
+    wanted: list[str]  # torch symbols it leaves undefined
+
+
+@dataclass
+class Found:
+    """What a search found, and where it looked (real paths), so a later one skips those."""
+
+    linked: list[Linked] = field(default_factory=list)
+    searched: set[str] = field(default_factory=set)
+    truncated: bool = False
+
+    def merge(self, other: Found) -> Found:
+        return Found(
+            self.linked + other.linked,
+            self.searched | other.searched,
+            self.truncated or other.truncated,
+        )
+
+
+def search(roots: Iterable[str], budget_s: float = BUDGET_S) -> Found:
+    """The extensions under ``roots`` that link to torch. Needs no torch: it can run while the
+    probe imports torch, and is judged against torch's libraries after (``judge``)."""
+    walk = _Walk(budget_s)
+    linked = [found for path in walk.libraries(roots) if (found := _read(path))]
+    return Found(linked, set(walk.seen), walk.truncated)
+
+
+def judge(torch_dir: str | None, found: Found) -> dict[str, Any]:
     """{status, torch_lib, scanned, truncated, mismatched: [{path, needs_missing, missing,
-    missing_count}]} for the extensions under ``roots`` that link against torch."""
+    missing_count}]}: each extension found against torch's libraries."""
     if not torch_dir or not os.path.isdir(os.path.join(torch_dir, "lib")):
         return {"status": "skipped", "error": "torch's library directory was not found"}
     lib_dir = os.path.join(torch_dir, "lib")
-    walk = _Walk(torch_dir, budget_s)
+    real_torch = os.path.realpath(torch_dir) + os.sep
+    linked = [x for x in found.linked if not os.path.realpath(x.path).startswith(real_torch)]
     torch_libs = _TorchLibs(lib_dir)  # opened at the first extension that links to torch
-    mismatched = []
-    scanned = 0
     try:
-        for path in walk.libraries(roots):
-            found = _judge(path, torch_libs)
-            if found is None:
-                continue
-            scanned += 1
-            if found["needs_missing"] or found["missing_count"]:
-                mismatched.append(found)
+        verdicts = [_against(x, torch_libs) for x in linked]
     finally:
         torch_libs.close()
     return {
         "status": "ok",
         "torch_lib": lib_dir,
-        "scanned": scanned,
-        "truncated": walk.truncated,
-        "mismatched": mismatched,
+        "scanned": len(linked),
+        "truncated": found.truncated,
+        "mismatched": [v for v in verdicts if v["needs_missing"] or v["missing_count"]],
     }
+
+
+def gather(
+    torch_dir: str | None, roots: Iterable[str], budget_s: float = BUDGET_S
+) -> dict[str, Any]:
+    """``search`` then ``judge``, in one go."""
+    return judge(torch_dir, search(roots, budget_s))
 
 
 def roots_of(sys_path: Iterable[str] | None, cwd: str | None, prefixes: Iterable[str]) -> list[str]:
@@ -93,8 +125,7 @@ def roots_of(sys_path: Iterable[str] | None, cwd: str | None, prefixes: Iterable
 class _Walk:
     """Depth-, entry- and time-bounded search for ``*.so`` files; symlinks are not followed."""
 
-    def __init__(self, torch_dir: str, budget_s: float) -> None:
-        self.torch_dir = os.path.realpath(torch_dir)
+    def __init__(self, budget_s: float) -> None:
         self.entries = 0
         self.opened = 0
         self.truncated = False
@@ -146,9 +177,8 @@ class _Walk:
             return False  # import reaches only folders named like modules (not build/lib.linux-…)
         if name in SKIP_PACKAGES or name.startswith("nvidia_"):
             return False
-        if os.path.isfile(os.path.join(entry.path, "pyvenv.cfg")):
-            return False  # a virtual environment inside the project: not what it imports
-        return os.path.realpath(entry.path) != self.torch_dir
+        # a virtual environment inside the project: not what it imports
+        return not os.path.isfile(os.path.join(entry.path, "pyvenv.cfg"))
 
 
 def _importable(name: str) -> bool:
@@ -200,8 +230,8 @@ class _TorchLibs:
             elf.data.close()
 
 
-def _judge(path: str, torch: _TorchLibs) -> dict[str, Any] | None:
-    """The extension at ``path`` against torch's libraries; None when it does not link to torch
+def _read(path: str) -> Linked | None:
+    """The extension at ``path``: what it needs of torch; None when it does not link to torch
     (or cannot be read as 64-bit ELF)."""
     elf = Elf.open(path)
     if elf is None:
@@ -214,11 +244,16 @@ def _judge(path: str, torch: _TorchLibs) -> dict[str, Any] | None:
             wanted = sorted({s for s in elf.undefined() if TORCH_SYMBOL.match(s)})
         except (ValueError, IndexError, struct.error):
             return None
+    return Linked(path, needs, wanted)
+
+
+def _against(linked: Linked, torch: _TorchLibs) -> dict[str, Any]:
+    """One extension against torch's libraries."""
     # A library torch does not ship (libc10_cuda.so beside a CPU build, libcaffe2.so of 1.0).
-    needs_missing = [n for n in needs if n not in torch.names]
-    missing = [s for s in wanted if not torch.defines(s)] if torch.lookups else []
+    needs_missing = [n for n in linked.needs if n not in torch.names]
+    missing = [s for s in linked.wanted if not torch.defines(s)] if torch.lookups else []
     return {
-        "path": path,
+        "path": linked.path,
         "needs_missing": needs_missing,
         "missing": missing[:SHOWN],
         "missing_count": len(missing),
