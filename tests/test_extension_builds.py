@@ -141,6 +141,9 @@ def test_gcc_6_with_nvcc_9_0_detectron2_761_fails_in_torch_headers_not_at_the_ga
     f = with_nvcc(facts("h100_healthy"), "9.0", "9.0.176")
     f["toolchain"]["host_cc"] = gcc("6.5.0")
     f["env"]["NVCC_APPEND_FLAGS"] = "-allow-unsupported-compiler"
+    # a GPU of the thread's time: nvcc 9.0 cannot compile for the base facts' H100 at all
+    f["nvml"]["devices"][0].update(name="Tesla V100-SXM2-16GB", capability=[7, 0])
+    f["torch"]["cuda"]["devices"][0].update(name="Tesla V100-SXM2-16GB", capability=[7, 0])
     result = judge(f)
     assert codes(result) == ["host-compiler-too-new"]
     assert "not a return-statement" in result.summary and "GCC 5 at most" in result.summary

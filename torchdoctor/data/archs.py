@@ -52,3 +52,24 @@ def min_capability(arch_list: list[str]) -> tuple[int, int] | None:
 
 def fmt(capability: tuple[int, int] | list[int]) -> str:
     return f"{capability[0]}.{capability[1]}"
+
+
+# The first CUDA release whose nvcc compiles for a compute capability (before it: "nvcc fatal :
+# Unsupported gpu architecture 'compute_86'"). Checked 2026-11-26 against the nvcc GPU feature
+# lists of NVIDIA's CUDA documentation and release notes (9.0: Volta; 10.0: Turing; 11.0: A100;
+# 11.1: sm_86, deepspeedai/DeepSpeed#607, ClementPinard/Pytorch-Correlation-extension#54; 11.4:
+# Orin's sm_87; 11.8: Ada's sm_89 and Hopper's sm_90; 12.8: Blackwell's sm_100 and sm_120; 12.9:
+# sm_103 and sm_121). Capabilities not listed are not judged.
+NVCC_FIRST: dict[tuple[int, int], str] = {
+    (7, 0): "9.0",
+    (7, 5): "10.0",
+    (8, 0): "11.0",
+    (8, 6): "11.1",
+    (8, 7): "11.4",
+    (8, 9): "11.8",
+    (9, 0): "11.8",
+    (10, 0): "12.8",
+    (10, 3): "12.9",
+    (12, 0): "12.8",
+    (12, 1): "12.9",
+}

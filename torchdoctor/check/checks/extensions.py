@@ -49,6 +49,7 @@ FINDINGS = {
     "toolkit-cpu-torch": "a CUDA toolkit beside a CPU build of torch, with CUDA expected",
     "host-compiler-too-new": "nvcc refuses the host compiler (gcc/clang) as too new for its CUDA",
     "cuda-toolkit-missing": "a CUDA extension is to be built here, but no CUDA toolkit (nvcc) is found",
+    "nvcc-too-old-for-gpu": "nvcc cannot compile for this machine's GPU architecture",
 }
 
 
@@ -436,6 +437,60 @@ def _missing_why(tc: Toolchain, facts: Facts, intent: str) -> str:
     )
 
 
+def _targets(facts: Facts) -> list[tuple[int, int]]:
+    """The capabilities an extension build here compiles for: TORCH_CUDA_ARCH_LIST's, else the
+    GPUs' (only those torch's own arch list reaches: above it, a recent cpp_extension clamps to
+    what torch was built for, and the GPU is a problem of torch's wheel, judged elsewhere)."""
+    listed = facts.env.get("TORCH_CUDA_ARCH_LIST")
+    if listed:
+        found = re.findall(r"(\d+)\.(\d+)", listed)
+        return sorted({(int(a), int(b)) for a, b in found})
+    built = [a for a in (archs.parse(f) for f in facts.torch.build.arch_list or ()) if a]
+    top = max(((a.major, a.minor) for a in built), default=None)
+    caps = set(gpu_capabilities(facts))
+    return sorted(c for c in caps if top is None or c <= top)
+
+
+def nvcc_too_old(tc: Toolchain, facts: Facts) -> Problem | None:
+    """Ruyi-Zha/naf_cbct#15: "nvcc fatal : Unsupported gpu architecture 'compute_86'" from a
+    CUDA 11.0 nvcc on an RTX 3090; an extension build targets the GPUs present."""
+    nvcc = _mm(tc.nvcc.release)
+    if not nvcc:
+        return None
+    beyond = [
+        (c, archs.NVCC_FIRST[c])
+        for c in _targets(facts)
+        if c in archs.NVCC_FIRST and _mm(archs.NVCC_FIRST[c]) > nvcc
+    ]
+    if not beyond:
+        return None
+    cap, need = max(beyond, key=lambda x: _mm(x[1]) or (0, 0))
+    torch_cuda = _mm(facts.torch.build.cuda)
+    want = max(_mm(need) or nvcc, torch_cuda or (0, 0))
+    t = archs.fmt(want)
+    because = grounded(
+        facts, "toolchain.nvcc.release", "env.TORCH_CUDA_ARCH_LIST", *gpu_paths(facts)
+    )
+    kit = toolkit_for(tc, want)
+    if kit and (_mm(next(k.release for k in tc.toolkits if k.path == kit)) or (0, 0)) >= _mm(need):
+        remedies = [
+            Remedy(
+                f"Build with the CUDA {t} toolkit installed here, whose nvcc knows sm_{cap[0]}{cap[1]}.",
+                (f"export CUDA_HOME={kit}", 'export PATH="$CUDA_HOME/bin:$PATH"'),
+                because,
+            )
+        ]
+    else:
+        remedies = _install_toolkit(facts, t, because)
+    code = f"compute_{cap[0]}{cap[1]}"
+    why = (
+        f"nvcc {archs.fmt(nvcc)} cannot compile for compute capability {archs.fmt(cap)} (CUDA "
+        f'{need} or later can): an extension build here stops with "nvcc fatal : Unsupported '
+        f"gpu architecture '{code}'\""
+    )
+    return Problem("nvcc-too-old-for-gpu", Status.WARN, why, remedies)
+
+
 def toolkit_missing(tc: Toolchain, facts: Facts) -> Problem | None:
     """No usable nvcc while the user shows they build a CUDA extension: the toolkit of torch's
     CUDA, found if installed, else installed."""
@@ -496,6 +551,7 @@ def _install_toolkit(facts: Facts, t: str, because: tuple[str, ...]) -> list[Rem
 def cuda_problems(tc: Toolchain, facts: Facts) -> list[Problem]:
     found = (
         nvcc_mismatch(tc, facts),
+        nvcc_too_old(tc, facts),
         headers_missing(tc, facts),
         host_compiler_problem(tc, facts),
         arch_list_problem(facts),
