@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from torchdoctor.data import compat
-from torchdoctor.report.result import Remedy, Status, Verdict, from_problems, verdict
+from torchdoctor.report.result import Problem, Remedy, Status, Verdict, from_problems, verdict
 
 from ..record import Facts
 from . import pasted_errors
@@ -40,6 +40,7 @@ FLOORS = (((2, 6), MIN_MACOS), ((2, 5), (13, 0)), (FIRST_MPS_RELEASE, OLD_MIN_MA
 FINDINGS = {
     "op-not-implemented": "a pasted NotImplementedError: an operator without an MPS kernel",
     "out-of-memory": "a pasted 'MPS backend out of memory': the allocator's watermark cap",
+    "vm": "macOS in a virtual machine: its paravirtual GPU reports MPS that does not run",
 }
 # the facts every MPS remedy rests on: which Mac, which Python, which torch
 MAC = ("platform.system", "platform.machine", "platform.mac_ver", "platform.rosetta")
@@ -155,6 +156,22 @@ def _intel_mac(facts: Facts, macv: tuple[int, ...]) -> bool:
     return x86 or bool(macv and macv < (11, 0))
 
 
+def _in_vm(facts: Facts, details: dict[str, Any]) -> Verdict:
+    """pytorch/pytorch#125197: on GitHub's macos-14 runners (virtual machines) MPS reports
+    available, then loading a model on it fails; the runner's GPU, not torch, is at fault."""
+    why = (
+        "macOS runs in a virtual machine (kern.hv_vmm_present): its paravirtual GPU reports MPS "
+        "available, but MPS work fails there (GitHub's hosted macOS runners)"
+    )
+    fix = Remedy(
+        "Do not rely on MPS in a macOS virtual machine: run MPS work on bare-metal Apple Silicon, "
+        "and test on the CPU on hosted macOS runners (`torchdoctor check --expect cpu`, "
+        "device='cpu').",
+        evidence=grounded(facts, "platform.vm", *MAC),
+    )
+    return from_problems([Problem("vm", Status.WARN, why, [fix])], details, "")
+
+
 def _backend(facts: Facts, details: dict[str, Any], bad: Status) -> Verdict:
     """On a recent enough macOS: is MPS built into this torch, and available?"""
     mps, mac = facts.torch.mps, facts.platform.mac_ver or ""
@@ -185,6 +202,8 @@ def _backend(facts: Facts, details: dict[str, Any], bad: Status) -> Verdict:
                 )
             ],
         )
+    if facts.platform.vm:
+        return _in_vm(facts, details)
     summary = f"MPS available on macOS {mac}"
     if details["fallback"] != "1":
         summary += " (PYTORCH_ENABLE_MPS_FALLBACK unset: ops missing on MPS will raise)"

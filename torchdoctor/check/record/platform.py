@@ -61,6 +61,7 @@ class Platform(Record):
     conda_packages: dict[str, str] | None
     mac_ver: Str
     rosetta: Bool
+    vm: Bool  # macOS: kern.hv_vmm_present, running as a virtual machine
     user_site: Str
     user_site_enabled: Bool
     sys_path: list[str] | None  # where it imports from, made absolute ('' is where it ran)

@@ -98,6 +98,8 @@ def platform_facts():
     if uname.system == "Darwin":
         facts["mac_ver"] = platform.mac_ver()[0]
         facts["rosetta"] = _sysctl("sysctl.proc_translated") == "1"
+        # A macOS virtual machine (GitHub's macos-14 runners): its paravirtual GPU reports MPS.
+        facts["vm"] = _sysctl("kern.hv_vmm_present") == "1"
     try:
         import site
 
