@@ -256,6 +256,21 @@ def iommu(root: Path = Path("/")) -> dict[str, Any]:
     return {"cmdline": options, "units": units}
 
 
+# torch's own libraries, as a libtorch (C++) download or a source build lays them out.
+TORCH_OWN_LIBS = ("libtorch_cpu.so", "libtorch.so", "libc10.so")
+
+
+def torch_libs_on_loader_path(environ: dict[str, str] | None = None) -> list[str]:
+    """LD_LIBRARY_PATH directories that hold torch's own libraries (a libtorch for C++ work):
+    the loader takes them before the wheel's (pytorch/pytorch#96797, a segfault at import)."""
+    environ = os.environ if environ is None else environ
+    out = []
+    for entry in (environ.get("LD_LIBRARY_PATH") or "").split(os.pathsep)[:64]:
+        if entry and any(os.path.isfile(os.path.join(entry, n)) for n in TORCH_OWN_LIBS):
+            out.append(entry)
+    return out
+
+
 def selected_env(environ: dict[str, str] | None = None) -> dict[str, str]:
     environ = os.environ if environ is None else environ
     return {k: environ[k] for k in TORCH_ENV_VARS if k in environ}
@@ -279,4 +294,5 @@ def gather(root: Path = Path("/")) -> dict[str, Any]:
         "pci_gpus": pci_gpus(root),
         "dev_kfd": _exists(root / "dev/kfd"),
         "iommu": iommu(root),
+        "ld_path_torch_libs": torch_libs_on_loader_path(),
     }

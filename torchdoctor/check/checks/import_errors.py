@@ -200,3 +200,24 @@ def _fbgemm_fixed(facts: Facts) -> str:
             pins.append(quote(facts, f"{pkg}=={pin}"))
     index, _ = compat.index_args("2.4", current_variant(facts) or "cpu")
     return f"{python_cmd(facts)} install --force-reinstall {' '.join(pins)} {index}"
+
+
+def libtorch_on_loader_path(facts: Facts, because: tuple[str, ...]) -> list[Remedy]:
+    """pytorch/pytorch#96797: LD_LIBRARY_PATH (set in .bashrc for C++ work) names a libtorch
+    whose libtorch_cpu.so the loader takes before the wheel's: a segfault, or undefined symbols,
+    at `import torch`. The fix drops exactly those directories from the variable."""
+    found = facts.host.ld_path_torch_libs or []
+    value = facts.env.get("LD_LIBRARY_PATH")
+    if not found or value is None:
+        return []
+    kept = ":".join(p for p in value.split(":") if p and p not in found)
+    export = f"export LD_LIBRARY_PATH={quote(facts, kept)}" if kept else "unset LD_LIBRARY_PATH"
+    return [
+        Remedy(
+            f"LD_LIBRARY_PATH names {', '.join(found)}, which holds torch's own libraries (a "
+            "libtorch for C++ work): Python's torch loads those instead of its wheel's. Drop "
+            "them from LD_LIBRARY_PATH for Python work (and from the shell profile that sets it).",
+            (export,),
+            (*because, *grounded(facts, "host.ld_path_torch_libs", "env.LD_LIBRARY_PATH")),
+        )
+    ]

@@ -132,6 +132,7 @@ def _import_error(facts: Facts) -> Verdict:
     beside = beside or import_errors.foreign_nvidia(facts, message, because)
     beside = beside or import_errors.windows_dll(facts, message, because)
     beside = beside or torch_tree.remedies(facts)
+    beside = beside or import_errors.libtorch_on_loader_path(facts, because)
     if beside:
         remedies = beside
     elif "undefined symbol" in message and "LD_LIBRARY_PATH" in facts.env:
@@ -367,6 +368,17 @@ def _probe_stopped(facts: Facts) -> Verdict:
     probe = facts.probe.torch
     if probe.signal == "SIGILL":
         return _illegal_instruction(facts, probe)
+    because = grounded(facts, "probe.torch.status", "probe.torch.signal", "torch.status")
+    shadowed = import_errors.libtorch_on_loader_path(facts, because)
+    if shadowed:
+        return verdict(
+            Status.FAIL,
+            "the torch probe died in `import torch` "
+            f"({probe.signal or probe.message or facts.torch.status}), with a libtorch on "
+            "LD_LIBRARY_PATH",
+            {"probe": probe.raw, "ld_path_torch_libs": facts.host.ld_path_torch_libs},
+            shadowed,
+        )
     return verdict(
         Status.ERROR,
         "the torch probe did not get through `import torch`: "

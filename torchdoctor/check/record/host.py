@@ -71,3 +71,5 @@ class Host(Record):
     open_files: OpenFiles
     pci_gpus: list[PciGpu] | None  # None: not read (no sysfs, older facts)
     dev_kfd: Bool  # /dev/kfd, the ROCm compute node
+    # LD_LIBRARY_PATH entries holding torch's own libraries (a libtorch): None where not read
+    ld_path_torch_libs: list[str] | None
