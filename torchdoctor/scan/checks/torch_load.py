@@ -101,6 +101,32 @@ def _jit_load(ctx: Context, node: ast.Call) -> None:
     )
 
 
+# torch.hub.load_state_dict_from_url (alias torch.utils.model_zoo.load_url) unpickles what it
+# downloads with torch.load(weights_only=weights_only), whose default stays False even where
+# torch.load's became True (torch 2.13's hub.py); the argument exists from torch 2.1 on
+# (pytorch/pytorch#98479, merged 2023-04-11). facebookresearch/audiocraft's loaders.py, the
+# second blind corpus (benchmarks/scan_blind2), was missed without it.
+URL_LOADS = frozenset(["hub.load_state_dict_from_url", "utils.model_zoo.load_url"])
+URL_WEIGHTS_ONLY = (2, 1)
+
+
+def _url_load(ctx: Context, node: ast.Call) -> None:
+    if any(k.arg == "weights_only" for k in node.keywords) or len(node.args) >= 7:
+        return
+    torch_min = ctx.project.torch_min
+    edit = None
+    if torch_min is not None and torch_min >= URL_WEIGHTS_ONLY:
+        edit = ctx.insert_after(_last_arg(node), ", weights_only=True")
+    ctx.report(
+        "TD102",
+        node,
+        "`load_state_dict_from_url` without `weights_only=True` unpickles the downloaded file: "
+        "arbitrary code (its default stays False on every torch release)",
+        "load_state_dict_from_url(…, weights_only=True) (torch ≥ 2.1)",
+        edit,
+    )
+
+
 def on_call(ctx: Context, node: ast.Call) -> None:
     if any(k.arg is None for k in node.keywords) or (not node.args and not node.keywords):
         return  # **kwargs may carry the arguments: unsure, so quiet
@@ -109,11 +135,13 @@ def on_call(ctx: Context, node: ast.Call) -> None:
         _torch_load(ctx, node)
     elif name == "jit.load":
         _jit_load(ctx, node)
+    elif name in URL_LOADS:
+        _url_load(ctx, node)
 
 
 CHECK = Check(
     rules=("TD101", "TD102", "TD103"),
     words=("load",),
-    calls=frozenset(["load"]),
+    calls=frozenset(["load", "load_state_dict_from_url", "load_url"]),
     on_call=on_call,
 )
