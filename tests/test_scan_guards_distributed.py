@@ -48,3 +48,21 @@ def test_demucs_distrib_cuda_after_world_size_early_return_is_not_flagged(tmp_pa
 
 def test_the_same_line_without_the_guard_still_is(tmp_path):
     assert "TD002" in _rules(tmp_path, UNGUARDED)
+
+
+COMPREHENSION = """import torch
+
+PROFILES = [torch.device("cuda", i) for i in range(torch.cuda.device_count())]
+GUARDED = [torch.cuda.get_device_name(d.index) for d in PROFILES if d.type == "cuda"]
+BY_INDEX = {d.index: torch.cuda.get_device_name(d.index) for d in PROFILES if d.type == "cuda"}
+UNGUARDED = [torch.cuda.get_device_name(d.index) for d in PROFILES]
+"""
+
+
+def test_rvc_config_comprehension_filtered_on_device_type_cuda_is_guarded(tmp_path):
+    """RVC-Project's configs/config.py (second blind corpus): `get_device_name` inside a
+    comprehension whose `if d.type == "cuda"` guards it; the same call unfiltered is flagged."""
+    (tmp_path / "config.py").write_text(COMPREHENSION)
+    out = run_cli("scan", str(tmp_path), "--format", "json")
+    td003 = [f for f in json.loads(out.stdout)["findings"] if f["id"] == "TD003"]
+    assert [int(f["subject"].split(":")[1]) for f in td003] == [6]

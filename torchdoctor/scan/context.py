@@ -164,6 +164,26 @@ class Context(SourcePositions, Bindings, DeviceGuards, CallSites, ast.NodeVisito
         self.generic_visit(node)
         self._guards.pop()
 
+    def _comprehension(self, node: ast.AST, parts: list[ast.expr]) -> None:
+        """`[get_device_name(d.index) for d in devices if d.type == "cuda"]`: the element is
+        under the comprehension's `if`s (RVC's configs/config.py, second blind corpus)."""
+        generators: list[ast.comprehension] = node.generators  # type: ignore[attr-defined]
+        for gen in generators:
+            self.visit(gen)
+        tests = [t for gen in generators for t in gen.ifs]
+        self._guards.extend((is_guard, t) for t in tests)
+        for part in parts:
+            self.visit(part)
+        del self._guards[len(self._guards) - len(tests) :]
+
+    def visit_ListComp(self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp) -> None:
+        self._comprehension(node, [node.elt])
+
+    visit_SetComp = visit_GeneratorExp = visit_ListComp
+
+    def visit_DictComp(self, node: ast.DictComp) -> None:
+        self._comprehension(node, [node.key, node.value])
+
     def visit_With(self, node: ast.With | ast.AsyncWith) -> None:
         words = [n for item in node.items for n in names(item.context_expr)]
         no_grad = any(NO_GRAD_WORD.search(w) for w in words)
