@@ -23,6 +23,8 @@ class CallSites:
         # torch.load calls passed straight to load_state_dict, which copies every tensor onto
         # the module's own device: only there is map_location="cpu" a behaviour-free fix.
         self.into_load_state_dict: set[int] = set()
+        # a call whose result is called on right away -> that method: `x.double().cpu()`
+        self.then: dict[int, str] = {}
 
     def visit_Compare(self, node: ast.Compare) -> None:
         self.compare += 1
@@ -64,6 +66,8 @@ class CallSites:
             self._mark_placed(func.value)  # type: ignore[union-attr]
         if attr == "load_state_dict":
             self.into_load_state_dict.update(id(a) for a in node.args)
+        if attr and isinstance(func.value, ast.Call):  # type: ignore[union-attr]
+            self.then[id(func.value)] = attr  # type: ignore[union-attr]
         for arg in node.args:
             self.parents[id(arg)] = node
         hooks = list(self.hooks.calls.get(name, ()))

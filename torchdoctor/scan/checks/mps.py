@@ -84,8 +84,24 @@ def _float64(ctx: Context, node: ast.Call) -> None:
         return
     casts = attr == "double" and not node.args
     casts = casts or (attr in ("to", "type") and node.args and _is_float64(node.args[0]))
+    if casts and _then_cpu(ctx, node):
+        # `x.double().cpu()`: the code itself expects x on a device, and casts it there first
+        # (openai/whisper's timing.py, first blind corpus; whisper#2704 on MPS).
+        ctx.report(
+            "TD601",
+            node,
+            FLOAT64_MESSAGE + ": it is cast before it leaves the device",
+            "move it first, then cast: .cpu().double()",
+            confidence="medium",
+        )
+        return
     if casts and isinstance(func, ast.Attribute) and _on_a_device(ctx, func.value):
         ctx.report("TD601", node, FLOAT64_MESSAGE, _FIX, needs=("mps",))
+
+
+def _then_cpu(ctx: Context, node: ast.Call) -> bool:
+    """Is the cast's result moved to the CPU straight away (`….double().cpu()`)?"""
+    return ctx.then.get(id(node)) == "cpu"
 
 
 _FIX = "use float32 on the device, or move to the CPU first (.cpu().double())"
