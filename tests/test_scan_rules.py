@@ -110,6 +110,11 @@ POSITIVE = {
         "loss = nn.CTCLoss()(logp, y, il, tl)",
         "import torch.nn.functional as F\nloss = F.ctc_loss(logp, y, il, tl)",
     ],
+    "TD304": [
+        # coqui-ai/TTS TTS/tts/utils/synthesis.py (first blind scan corpus)
+        "def mel(spec, device='cpu'):\n    return torch.FloatTensor(spec, device=device)",
+        "ids = torch.LongTensor([1, 2], device='cuda')",
+    ],
     "TD303": [
         "def f(x, device, s):\n    x = x.to(device)\n    noise = torch.randn(x.shape) * s\n"
         "    return x + noise",
@@ -217,6 +222,12 @@ NEGATIVE = {
     "TD603": [
         "loss = nn.CrossEntropyLoss()(logits, y)",
         "from warpctc import ctc_loss\nloss = ctc_loss(a, b)",  # another library's
+    ],
+    "TD304": [
+        "x = torch.FloatTensor([1.0], device='cpu')",
+        "x = torch.FloatTensor([1.0])",
+        "x = torch.cuda.FloatTensor([1.0])",  # the CUDA constructor: TD001's business
+        "from tensorflow import FloatTensor\nx = FloatTensor([1.0], device='cuda')",
     ],
     "TD303": [
         "def f(x, device):\n    x = x.to(device)\n    return x + torch.randn(x.shape, device=device)",

@@ -153,6 +153,15 @@ RULES: tuple[Rule, ...] = (
         "devices, cuda:0 and cpu!'. Pass `device=x.device` (or use `torch.randn_like(x)`).",
     ),
     Rule(
+        "TD304",
+        "legacy-constructor-device",
+        "error",
+        "a legacy typed constructor (`torch.FloatTensor(…)`) given a device",
+        "`torch.FloatTensor(data, device=device)` builds CPU tensors only: on CUDA or MPS it "
+        "raises 'legacy constructor expects device type: cpu but device type: cuda was passed'. "
+        "Use `torch.tensor(data, dtype=torch.float32, device=device)`.",
+    ),
+    Rule(
         "TD401",
         "numpy-without-detach",
         "error",
