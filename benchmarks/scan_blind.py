@@ -61,6 +61,9 @@ KIND_RULES: dict[str, frozenset[str]] = {
     "platform-branch-crash": frozenset(),  # no rule of this version targets these three
     "mps-cache-not-cleared": frozenset(),
     "convert-before-transfer": frozenset(),
+    # Kinds of the third corpus (scan_blind3), added before the scan was run on it.
+    "half-on-cpu": frozenset(),  # no rule of this version targets these two
+    "cuda-count-as-process-count": frozenset(),
 }
 # Label rows the labeller gave one root cause (method.md): recall is also counted per root.
 ONE_ROOT = {("lllyasviel/Fooocus", "ldm_patched/modules/model_management.py")}
