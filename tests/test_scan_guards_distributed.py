@@ -66,3 +66,25 @@ def test_rvc_config_comprehension_filtered_on_device_type_cuda_is_guarded(tmp_pa
     out = run_cli("scan", str(tmp_path), "--format", "json")
     td003 = [f for f in json.loads(out.stdout)["findings"] if f["id"] == "TD003"]
     assert [int(f["subject"].split(":")[1]) for f in td003] == [6]
+
+
+VLLM_RUNNER = """import torch
+from vllm.model_executor import InputMetadata
+
+
+def capture(batch):
+    input_tokens = torch.zeros(batch, dtype=torch.long).cuda()
+    return torch.tensor([0], device="cuda"), input_tokens
+"""
+
+
+def test_chattts_vllm_derived_model_runner_is_cuda_only_and_kept_low(tmp_path):
+    """2noise/ChatTTS's velocity/model_runner.py (third blind corpus): vLLM engine internals,
+    CUDA graphs and device="cuda" throughout; shown only with --confidence low."""
+    (tmp_path / "model_runner.py").write_text(VLLM_RUNNER)
+    default = run_cli("scan", str(tmp_path), "--format", "json")
+    assert json.loads(default.stdout)["findings"] == []
+    low = run_cli("scan", str(tmp_path), "--format", "json", "--confidence", "low")
+    found = json.loads(low.stdout)["findings"]
+    assert {f["id"] for f in found} >= {"TD001", "TD002"}
+    assert all(f["confidence"] == "low" for f in found)

@@ -3,7 +3,8 @@ memory in it are not pitfalls a maintainer would change: the file cannot run any
 anyway. Told by what the file says of itself (never by running it):
 
 - it starts an NCCL process group (NCCL exists for NVIDIA GPUs only);
-- it imports bitsandbytes' CUDA kernels, SageMaker's model-parallel library or builds a CUDA
+- it imports bitsandbytes' CUDA kernels, SageMaker's model-parallel library, vLLM's engine
+  internals (`from vllm.model_executor …`), or builds a CUDA
   extension (`CUDAExtension`, `load_inline(... cuda_sources=...)`, `.cu` sources).
 
 Findings of the device rules there keep a `low` confidence, with the reason."""
@@ -23,6 +24,9 @@ MARKERS: tuple[tuple[re.Pattern[str], str], ...] = (
         re.compile(r"^\s*(?:import|from)\s+smdistributed\b", re.M),
         "imports SageMaker model parallel",
     ),
+    # vLLM's model runners and engine internals (2noise/ChatTTS's velocity/model_runner.py,
+    # third blind scan corpus: CUDA graphs and device="cuda" throughout, built only on Linux GPUs)
+    (re.compile(r"^\s*from\s+vllm\.\w+", re.M), "imports vLLM's engine internals"),
     (
         re.compile(r"\bCUDAExtension\b|cuda_sources\s*=|[\"'][\w/.-]+\.cu[\"']"),
         "builds CUDA kernels",
@@ -30,7 +34,7 @@ MARKERS: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 # The rules that say "this fails without CUDA": moot in a file that needs CUDA anyway.
 DEVICE_RULES = frozenset(["TD001", "TD002", "TD003", "TD004", "TD005", "TD202", "TD501", "TD502"])
-QUICK = re.compile(r"nccl|bitsandbytes|smdistributed|CUDAExtension|cuda_sources|\.cu[\"']")
+QUICK = re.compile(r"nccl|bitsandbytes|smdistributed|vllm\.|CUDAExtension|cuda_sources|\.cu[\"']")
 
 
 def cuda_only_reason(text: str) -> str | None:
