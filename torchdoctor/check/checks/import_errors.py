@@ -221,3 +221,34 @@ def libtorch_on_loader_path(facts: Facts, because: tuple[str, ...]) -> list[Reme
             (*because, *grounded(facts, "host.ld_path_torch_libs", "env.LD_LIBRARY_PATH")),
         )
     ]
+
+
+def nvidia_wheels_elsewhere(facts: Facts, message: str, because: tuple[str, ...]) -> list[Remedy]:
+    """pytorch/pytorch#165812: on AlmaLinux the venv put torch in lib64/site-packages and the
+    nvidia-* wheels in lib/site-packages; torch looks for libcudnn.so.9 beside itself, so
+    "libcudnn.so.9: cannot open shared object file". The fix links their nvidia/ folder in."""
+    if "cannot open shared object file" not in message:
+        return []
+    torch_at = next((d.location for d in facts.packages.torch_distributions if d.location), None)
+    # nvidia-ml-py is NVML's Python binding: no library torch loads
+    where = {
+        n: loc for n, loc in facts.packages.nvidia_wheel_locations.items() if n != "nvidia-ml-py"
+    }
+    apart = sorted({loc for loc in where.values() if loc and torch_at and loc != torch_at})
+    if not torch_at or len(apart) != 1 or facts.platform.system == "Windows":
+        return []
+    names = sorted(n for n, loc in where.items() if loc == apart[0])
+    return [
+        Remedy(
+            f"torch lies in {torch_at} and its nvidia-* wheels ({', '.join(names)}) in "
+            f"{apart[0]}: torch loads their libraries from beside itself. Link their nvidia/ "
+            "folder next to torch (or recreate the environment so both land in one "
+            "site-packages).",
+            (f"ln -s {quote(facts, apart[0] + '/nvidia')} {quote(facts, torch_at + '/nvidia')}",),
+            (
+                *because,
+                *grounded(facts, "packages.torch_distributions.0.location"),
+                *grounded(facts, *(f"packages.nvidia_wheel_locations.{n}" for n in names)),
+            ),
+        )
+    ]

@@ -133,6 +133,7 @@ def _import_error(facts: Facts) -> Verdict:
     beside = beside or import_errors.windows_dll(facts, message, because)
     beside = beside or torch_tree.remedies(facts)
     beside = beside or import_errors.libtorch_on_loader_path(facts, because)
+    beside = beside or import_errors.nvidia_wheels_elsewhere(facts, message, because)
     if beside:
         remedies = beside
     elif "undefined symbol" in message and "LD_LIBRARY_PATH" in facts.env:

@@ -63,4 +63,5 @@ class Packages(Record):
     conda: dict[str, CondaPackage]  # conda's records of torch's family (live or pasted)
     torch_distributions: list[TorchDistribution]
     nvidia_wheels: dict[str, str]
+    nvidia_wheel_locations: dict[str, str]  # the site-packages each nvidia-* wheel lies in
     cuda_sizes: dict[str, float]

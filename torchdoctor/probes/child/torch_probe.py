@@ -206,6 +206,7 @@ def package_facts():
     found = {}
     torch_locations = []
     nvidia = {}
+    nvidia_where = {}  # where each nvidia-* wheel lies: torch finds their libraries beside it
     dists = list(metadata.distributions())
     for dist in dists:
         name = (dist.metadata.get("Name") or "").lower().replace("_", "-")
@@ -220,12 +221,14 @@ def package_facts():
                 found[name]["requires"] = list(dist.requires or [])
         elif name.startswith("nvidia-") and name not in nvidia:
             nvidia[name] = dist.version
+            nvidia_where[name] = location
     # Sizes of what a CPU wheel would not carry.
     cuda_sizes = _try(lambda: dist_sizes.cuda_sizes(dists), {})
     return {
         "distributions": found,
         "torch_distributions": torch_locations,
         "nvidia_wheels": nvidia,
+        "nvidia_wheel_locations": nvidia_where,
         "cuda_sizes": cuda_sizes,
     }
 
