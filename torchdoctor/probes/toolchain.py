@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 import glob
 import os
+import platform
 import re
 import shlex
 import shutil
@@ -64,8 +65,8 @@ def resolve_cuda_home(
     return None, "not found"
 
 
-def nvcc_facts(cuda_home: str) -> dict[str, Any]:
-    path = os.path.join(cuda_home, "bin", "nvcc")
+def nvcc_facts(cuda_home: str, suffix: str = "") -> dict[str, Any]:
+    path = os.path.join(cuda_home, "bin", "nvcc" + suffix)
     facts: dict[str, Any] = {"path": path, "exists": os.path.exists(path)}
     if facts["exists"]:
         facts.update(run_version([path, "--version"]))
@@ -372,10 +373,32 @@ def project_facts(root: str | None = None, depth: int = PROJECT_DEPTH) -> dict[s
     }
 
 
+# Visual Studio's environment script, under either Program Files (VS 2022 installs under
+# "Program Files", older ones under "Program Files (x86)": NVlabs/nvdiffrast#81).
+VCVARS = "Microsoft Visual Studio/*/*/VC/Auxiliary/Build/vcvars64.bat"
+
+
+def windows_cxx(environ: Mapping[str, str], which: Callable[[str], str | None]) -> dict[str, Any]:
+    """cpp_extension compiles with MSVC's cl.exe on Windows, found on PATH only (a "Developer
+    Command Prompt" puts it there): cl has no --version, so it is not run."""
+    path = which(environ.get("CXX") or "cl")
+    facts: dict[str, Any] = {"name": environ.get("CXX") or "cl", "path": path, "ok": bool(path)}
+    roots = [environ.get(v) for v in ("ProgramFiles", "ProgramFiles(x86)")]
+    found = sorted(
+        p for r in roots if r for p in glob.glob(os.path.join(glob.escape(r), VCVARS))[:8]
+    )
+    if found:
+        facts["vcvars"] = found[-1]  # the newest release sorts last ("2019" < "2022")
+    return facts
+
+
 def gather(
-    environ: Mapping[str, str] | None = None, which: Callable[[str], str | None] = shutil.which
+    environ: Mapping[str, str] | None = None,
+    which: Callable[[str], str | None] = shutil.which,
+    system: str | None = None,
 ) -> dict[str, Any]:
     environ = os.environ if environ is None else environ
+    windows = (system or platform.system()) == "Windows"
     # the project look (bounded by PROJECT_TIME_S) runs beside the --version calls, so the
     # toolchain's share of the run's deadline does not grow
     project: dict[str, Any] = {}
@@ -387,7 +410,7 @@ def gather(
         "cuda_home": {"path": cuda_home, "source": source},
         "toolkits": installed_toolkits(),
         # cpp_extension compiles with $CXX, else c++ (it checks the compiler ABI against torch's).
-        "cxx": tool(environ.get("CXX") or "c++", which),
+        "cxx": windows_cxx(environ, which) if windows else tool(environ.get("CXX") or "c++", which),
         "ninja": tool("ninja", which),
         "host_cc": host_compiler(environ, which),
     }
@@ -397,7 +420,7 @@ def gather(
             has_headers=os.path.exists(os.path.join(cuda_home, "include", "cuda_runtime.h")),
             **host_limits(cuda_home),
         )
-        facts["nvcc"] = nvcc_facts(cuda_home)
+        facts["nvcc"] = nvcc_facts(cuda_home, ".exe" if windows else "")
     rocm_home = environ.get("ROCM_HOME") or environ.get("ROCM_PATH")
     hipcc = which("hipcc")
     if not rocm_home and hipcc:

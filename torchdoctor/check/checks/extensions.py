@@ -58,9 +58,38 @@ def _mm(release: str | None) -> tuple[int, int] | None:
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 
+def _no_cl(tc: Toolchain, facts: Facts) -> Problem:
+    """Windows: cpp_extension builds with MSVC's cl.exe, found on PATH only; an installed Visual
+    Studio is not on PATH outside its developer prompt (NVlabs/nvdiffrast#81: "Could not locate
+    a supported Microsoft Visual C++ installation", VS 2022 under Program Files)."""
+    because = grounded(facts, "toolchain.cxx.path", "toolchain.cxx.name", "toolchain.cxx.vcvars")
+    if tc.cxx.vcvars:
+        fix = Remedy(
+            f"Visual Studio is installed ({tc.cxx.vcvars}) but cl.exe is not on PATH: build from "
+            "an 'x64 Native Tools Command Prompt for VS', or run its vcvars64.bat first in this "
+            "cmd.exe.",
+            (f'call "{tc.cxx.vcvars}"',),
+            because,
+        )
+    else:
+        fix = Remedy(
+            "Install Visual Studio Build Tools with the 'Desktop development with C++' workload, "
+            "then build from an 'x64 Native Tools Command Prompt for VS' (cl.exe on PATH).",
+            (
+                "winget install --id Microsoft.VisualStudio.2022.BuildTools -e --override "
+                '"--passive --add Microsoft.VisualStudio.Workload.VCTools --includeRecommended"',
+            ),
+            because,
+        )
+    why = "cl.exe (MSVC) is not on PATH: C++/CUDA extensions cannot build on Windows"
+    return Problem("no-compiler", Status.WARN, why, [fix])
+
+
 def compiler_problems(tc: Toolchain, facts: Facts) -> list[Problem]:
     found = []
-    if not tc.cxx.path or tc.cxx.ok is False:
+    if facts.platform.system == "Windows" and not tc.cxx.path:
+        found.append(_no_cl(tc, facts))
+    elif not tc.cxx.path or tc.cxx.ok is False:
         mac = facts.platform.system == "Darwin"
         found.append(
             Problem(

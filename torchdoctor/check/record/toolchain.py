@@ -13,6 +13,7 @@ from .base import Bool, Int, Str, record
 @record
 class Tool(Record):
     path: Str
+    vcvars: Str  # Windows: Visual Studio's vcvars64.bat, where one is installed
     name: Str
     ok: Bool
     exists: Bool
