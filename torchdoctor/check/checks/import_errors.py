@@ -9,7 +9,14 @@ from torchdoctor.data import compat
 from torchdoctor.report.result import Remedy
 
 from ..record import Facts
-from .common import current_variant, grounded, installed_family, python_cmd, quote
+from .common import (
+    current_variant,
+    grounded,
+    installed_family,
+    python_cmd,
+    quote,
+    reinstall_torch,
+)
 
 # MKL 2024.1 stopped exporting iJIT_NotifyEvent, which conda's pytorch (linked to MKL
 # dynamically) needs; pip's wheels carry their own MKL (agentmorris/MegaDetector#127,
@@ -170,6 +177,8 @@ def windows_dll(facts: Facts, message: str, because: tuple[str, ...]) -> list[Re
     installed = facts.packages.distributions.get("torch")
     version = (installed.version if installed else None) or ""
     evidence = (*because, *grounded(facts, "platform.system", "packages.distributions.torch"))
+    if "_xpu.dll" in message:
+        return _xpu_runtime(facts, evidence)
     if "fbgemm.dll" in message and version.split("+", 1)[0] == FBGEMM_BROKEN:
         return [
             Remedy(
@@ -188,6 +197,40 @@ def windows_dll(facts: Facts, message: str, because: tuple[str, ...]) -> list[Re
             evidence,
         )
     ]
+
+
+# oneAPI's environment script at its default Windows location (Intel oneAPI Base Toolkit).
+ONEAPI_SETVARS = "C:\\Program Files (x86)\\Intel\\oneAPI\\setvars.bat"
+
+
+def _xpu_runtime(facts: Facts, evidence: tuple[str, ...]) -> list[Remedy]:
+    """pytorch/pytorch#138986: an early Windows XPU nightly's c10_xpu.dll needs the oneAPI (SYCL)
+    runtime DLLs, which it did not bring: "Error loading ...\\torch\\lib\\c10_xpu.dll or one
+    of its dependencies". The XPU releases install that runtime as pip packages."""
+    from .xpu import native_release  # the XPU release table lives with the xpu check
+
+    release = native_release(facts)
+    remedies = []
+    if release:
+        remedies.append(
+            reinstall_torch(
+                facts,
+                "xpu",
+                f"Install torch {release}'s XPU wheel, which brings the oneAPI runtime it needs as "
+                "pip packages.",
+                release=release,
+                because=evidence,
+            )
+        )
+    remedies.append(
+        Remedy(
+            "Or put the oneAPI runtime on PATH for this shell: run oneAPI's setvars.bat (Intel "
+            "oneAPI Base Toolkit) before Python.",
+            (f'call "{ONEAPI_SETVARS}"',),
+            evidence,
+        )
+    )
+    return remedies
 
 
 def _fbgemm_fixed(facts: Facts) -> str:
