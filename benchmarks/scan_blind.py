@@ -64,6 +64,13 @@ KIND_RULES: dict[str, frozenset[str]] = {
     # Kinds of the third corpus (scan_blind3), added before the scan was run on it.
     "half-on-cpu": frozenset(),  # no rule of this version targets these two
     "cuda-count-as-process-count": frozenset(),
+    # Kinds of the fourth corpus (scan_blind4), added before the scan was run on it.
+    "GradScaler-cuda": frozenset({"TD001", "TD002", "TD003"}),
+    "autocast-cuda": frozenset({"TD001", "TD002", "TD003"}),
+    "cuda-extension-build": frozenset({"TD001", "TD002", "TD003"}),
+    "set-default-cuda-tensor-type": frozenset({"TD001", "TD002", "TD003"}),
+    "legacy-type-isinstance": frozenset(),  # no rule of this version targets these two
+    "module-global-device": frozenset(),
 }
 # Label rows the labeller gave one root cause (method.md): recall is also counted per root.
 ONE_ROOT = {("lllyasviel/Fooocus", "ldm_patched/modules/model_management.py")}
