@@ -45,6 +45,14 @@ def run_cli(
     )
 
 
+def judge_facts(tmp_path: Path, facts: dict, *args: str) -> list[dict]:
+    """`check --facts` on ``facts`` (a parsed facts document) written to a file: the findings
+    of its JSON report."""
+    path = tmp_path / "facts.json"
+    path.write_text(json.dumps(facts))
+    return json.loads(run_cli("check", "--facts", str(path), "--json", *args).stdout)["findings"]
+
+
 def torch_installed() -> bool:
     from importlib.util import find_spec
 

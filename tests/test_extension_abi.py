@@ -9,7 +9,7 @@ import json
 from torchdoctor.check import paste_evidence
 from torchdoctor.check.checks import extension_abi
 
-from .conftest import REPO, run_cli
+from .conftest import REPO, judge_facts, run_cli
 
 ATLAS = REPO / "tests" / "atlas"
 FINDING = "torch.install.extension-other-torch"
@@ -164,9 +164,7 @@ def _live_scatter(tmp_path, torch_version: str, scatter_version: str) -> list[di
             }
         ],
     }
-    path = tmp_path / "facts.json"
-    path.write_text(json.dumps(facts))
-    return json.loads(run_cli("check", "--facts", str(path), "--json").stdout)["findings"]
+    return judge_facts(tmp_path, facts)
 
 
 def test_torch_scatter_built_here_against_ngc_torch_is_rebuilt_from_source_pytorch_scatter_462(

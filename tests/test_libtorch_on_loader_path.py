@@ -9,7 +9,7 @@ import os
 
 from torchdoctor.probes import host
 
-from .conftest import REPO, run_cli
+from .conftest import REPO, judge_facts
 
 LIBTORCH = "/home/u/libtorch/lib"
 
@@ -24,10 +24,7 @@ def _segfault(tmp_path, ld_path: str | None, found: list[str] | None) -> dict:
     if ld_path is not None:
         facts["env"]["LD_LIBRARY_PATH"] = ld_path
     facts["host"]["ld_path_torch_libs"] = found
-    path = tmp_path / "facts.json"
-    path.write_text(json.dumps(facts))
-    doc = json.loads(run_cli("check", "--facts", str(path), "--json").stdout)
-    [found_] = [f for f in doc["findings"] if f["id"] == "torch.install"]
+    [found_] = [f for f in judge_facts(tmp_path, facts) if f["id"] == "torch.install"]
     return found_
 
 

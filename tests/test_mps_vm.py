@@ -6,17 +6,14 @@ from __future__ import annotations
 
 import json
 
-from .conftest import REPO, run_cli
+from .conftest import REPO, judge_facts
 
 
 def _mps(tmp_path, vm: bool | None) -> list[dict]:
     facts = json.loads((REPO / "tests" / "facts" / "mps_mac.json").read_text())
     if vm is not None:
         facts["platform"]["vm"] = vm
-    path = tmp_path / "facts.json"
-    path.write_text(json.dumps(facts))
-    doc = json.loads(run_cli("check", "--facts", str(path), "--json").stdout)
-    return [f for f in doc["findings"] if f["id"].startswith("mps")]
+    return [f for f in judge_facts(tmp_path, facts) if f["id"].startswith("mps")]
 
 
 def test_pytorch_125197_macos_14_runner_vm_reports_mps_that_does_not_run(tmp_path):

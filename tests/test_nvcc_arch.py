@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from .conftest import REPO, run_cli
+from .conftest import REPO, judge_facts
 
 FINDING = "extensions.nvcc-too-old-for-gpu"
 
@@ -19,9 +19,7 @@ def _facts(tmp_path, **changes) -> list[dict]:
         for key in parents:
             node = node[int(key)] if isinstance(node, list) else node[key]
         node[last] = value
-    path = tmp_path / "facts.json"
-    path.write_text(json.dumps(facts))
-    return json.loads(run_cli("check", "--facts", str(path), "--json").stdout)["findings"]
+    return judge_facts(tmp_path, facts)
 
 
 RTX3090 = {

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from .conftest import REPO, run_cli
+from .conftest import REPO, judge_facts
 
 LIB = "/home/u/venv/lib/python3.12/site-packages"
 LIB64 = "/home/u/venv/lib64/python3.12/site-packages"
@@ -24,10 +24,7 @@ def _import_error(tmp_path, locations: dict[str, str]) -> dict:
     facts["packages"]["torch_distributions"][0]["location"] = LIB64
     facts["packages"]["nvidia_wheels"] = {n: "9.1.0.70" for n in locations}
     facts["packages"]["nvidia_wheel_locations"] = locations
-    path = tmp_path / "facts.json"
-    path.write_text(json.dumps(facts))
-    doc = json.loads(run_cli("check", "--facts", str(path), "--json").stdout)
-    [found] = [f for f in doc["findings"] if f["id"] == "torch.install"]
+    [found] = [f for f in judge_facts(tmp_path, facts) if f["id"] == "torch.install"]
     return found
 
 

@@ -9,7 +9,7 @@ import json
 
 from torchdoctor.probes import toolchain
 
-from .conftest import REPO, run_cli
+from .conftest import REPO, judge_facts
 
 VCVARS = "Microsoft Visual Studio/2022/Community/VC/Auxiliary/Build/vcvars64.bat"
 
@@ -32,10 +32,7 @@ def _extensions(tmp_path, vcvars: str | None) -> list[dict]:
     facts = json.loads((REPO / "tests" / "facts" / "nvcc_mismatch.json").read_text())
     facts["platform"]["system"] = "Windows"
     facts["toolchain"]["cxx"] = {"name": "cl", "path": None, "ok": False, "vcvars": vcvars}
-    path = tmp_path / "facts.json"
-    path.write_text(json.dumps(facts))
-    doc = json.loads(run_cli("check", "--facts", str(path), "--json").stdout)
-    return [f for f in doc["findings"] if f["id"] == "extensions.no-compiler"]
+    return [f for f in judge_facts(tmp_path, facts) if f["id"] == "extensions.no-compiler"]
 
 
 def test_nvdiffrast_81_vs_2022_installed_cl_off_path_gets_its_vcvars64(tmp_path):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from .conftest import REPO, run_cli
+from .conftest import REPO, judge_facts
 
 SITE = "C:\\Users\\u\\venv\\Lib\\site-packages"
 MESSAGE = (
@@ -21,10 +21,7 @@ def _import_error(tmp_path, version: str, message: str = MESSAGE) -> dict:
     facts["torch"] = {"status": "import_error", "error": {"type": "OSError", "message": message}}
     facts["packages"]["distributions"]["torch"]["version"] = version
     facts["packages"]["torch_distributions"][0]["version"] = version
-    path = tmp_path / "facts.json"
-    path.write_text(json.dumps(facts))
-    doc = json.loads(run_cli("check", "--facts", str(path), "--json").stdout)
-    [found] = [f for f in doc["findings"] if f["id"] == "torch.install"]
+    [found] = [f for f in judge_facts(tmp_path, facts) if f["id"] == "torch.install"]
     return found
 
 
