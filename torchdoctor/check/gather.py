@@ -28,7 +28,7 @@ from ..probes import (
     toolchain,
     torch_leftovers,
 )
-from ..probes.child import torch_probe
+from ..probes.child import locate, torch_probe
 from ..probes.runner import ProbeRun, child_argv, run_probe
 from ..version import __version__
 from . import gather_smoke, paste_evidence, progress
@@ -189,15 +189,8 @@ def _gather(opts: GatherOptions, t0: float, watch: _Watch) -> dict[str, Any]:
     return facts
 
 
-def _cwd() -> str | None:
-    try:
-        return os.getcwd()
-    except OSError:  # run from a deleted directory
-        return None
-
-
 def _early_extension_search() -> extension_links.Found:
-    roots = extension_links.roots_of(sys.path, _cwd(), [sys.prefix, sys.base_prefix])
+    roots = extension_links.roots_of(sys.path, locate.user_cwd(), [sys.prefix, sys.base_prefix])
     return extension_links.search(roots)
 
 
@@ -217,7 +210,7 @@ def _extension_facts(
         return {"status": "skipped", "error": "torch is not installed"}
     platform = facts["platform"]
     prefixes = [platform.get("prefix"), platform.get("base_prefix")]
-    roots = extension_links.roots_of(platform.get("sys_path"), _cwd(), prefixes)
+    roots = extension_links.roots_of(platform.get("sys_path"), locate.user_cwd(), prefixes)
     left = deadline.left(extension_links.BUDGET_S)
     if left <= 0:
         return {"status": "skipped", "error": "the run's deadline passed before the search"}
@@ -228,12 +221,12 @@ def _extension_facts(
             found = done
     # What the probe's import path holds that this process's does not (normally nothing).
     rest = [r for r in roots if os.path.realpath(r) not in found.searched]
-    job = _Background(lambda: extension_links.judge(torch_dir, found.merge(_search(rest, left))))
+
+    def search_and_judge() -> dict[str, Any]:
+        return extension_links.judge(torch_dir, found.merge(extension_links.search(rest, left)))
+
+    job = _Background(search_and_judge)
     return job.result(deadline.left(left) + 1.0, "the search for compiled extensions")
-
-
-def _search(roots: list[str], budget_s: float) -> extension_links.Found:
-    return extension_links.search(roots, budget_s) if roots else extension_links.Found()
 
 
 def _probe_argv(opts: GatherOptions, packages_here: bool) -> list[str]:

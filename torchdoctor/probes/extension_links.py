@@ -26,16 +26,13 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..data.torch_symbols import TORCH_OWN_MODULES, TORCH_SYMBOL
 from .elf import Elf, Lookup
 
-# Itanium-mangled names in torch's namespaces (c10, at, torch, caffe2; _ZNK: const members).
-TORCH_SYMBOL = re.compile(r"^_ZNK?(?:3c10|2at|5torch|6caffe2)")
 # Sonames of torch's own libraries, as an extension's DT_NEEDED names them.
 TORCH_LIB = re.compile(r"^lib(?:c10|torch|caffe2|shm)\w*\.so")
 # Judged elsewhere (torch itself; companions are imported by the probe) or never linked to torch.
-SKIP_PACKAGES = frozenset(
-    {"torch", "torchvision", "torchaudio", "torchtext", "triton", "xformers", "nvidia", "functorch"}
-)
+SKIP_PACKAGES = frozenset({*TORCH_OWN_MODULES, "nvidia", "functorch"})
 SKIP_DIRS = frozenset({"__pycache__", "node_modules", "site-packages", "dist-packages"})
 DEPTH = 4  # mmdet/ops/dcn/deform_conv_cuda.so below a checkout: four levels
 MAX_ENTRIES = 40_000  # directory entries visited, all roots together

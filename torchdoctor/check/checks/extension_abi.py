@@ -12,16 +12,13 @@ import re
 from collections.abc import Iterator
 from itertools import chain
 
+from torchdoctor.data.torch_symbols import TORCH_OWN_MODULES, TORCH_SYMBOL
 from torchdoctor.report.result import Problem, Remedy, Status
 
 from .. import distributor
 from ..record import Facts
 from .common import current_variant, grounded, pasted, python_cmd, torch_version_of
 
-# Itanium-mangled names in torch's namespaces: c10, at (also const members: _ZNK), torch,
-# caffe2. Another library's missing symbol is not torch's doing.
-TORCH_SYMBOL = re.compile(r"^_ZN(?:K)?(?:3c10|2at|5torch|6caffe2)")
-OWN = ("torch", "torchvision", "torchaudio", "torchtext", "triton", "xformers")
 SITE = ("site-packages", "dist-packages")
 # PyG's compiled packages come from its own index, one page per torch minor release (X.Y.0) and
 # variant (rusty1s/pytorch_scatter README, 2025-08; pages seen on data.pyg.org/whl).
@@ -141,7 +138,7 @@ def _pasted(facts: Facts) -> Iterator[tuple[str, Problem]]:
         if not record.library or not TORCH_SYMBOL.match(record.symbol or ""):
             continue
         module = module_of(record.library)[0]
-        if module in OWN or module.startswith("libtorch"):
+        if module in TORCH_OWN_MODULES or module.startswith("libtorch"):
             continue
         symbol = f"undefined symbol {record.symbol}"
         yield module, _problem(facts, (path,), record.library, symbol)

@@ -17,6 +17,7 @@ from .common import (
     quote,
     reinstall_torch,
 )
+from .xpu import native_release
 
 # MKL 2024.1 stopped exporting iJIT_NotifyEvent, which conda's pytorch (linked to MKL
 # dynamically) needs; pip's wheels carry their own MKL (agentmorris/MegaDetector#127,
@@ -207,8 +208,6 @@ def _xpu_runtime(facts: Facts, evidence: tuple[str, ...]) -> list[Remedy]:
     """pytorch/pytorch#138986: an early Windows XPU nightly's c10_xpu.dll needs the oneAPI (SYCL)
     runtime DLLs, which it did not bring: "Error loading ...\\torch\\lib\\c10_xpu.dll or one
     of its dependencies". The XPU releases install that runtime as pip packages."""
-    from .xpu import native_release  # the XPU release table lives with the xpu check
-
     release = native_release(facts)
     remedies = []
     if release:
