@@ -9,6 +9,8 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
+
 from torchdoctor.check.gather import torch_facts_from_run
 from torchdoctor.probes.child import torch_probe
 from torchdoctor.probes.runner import child_argv, run_probe
@@ -159,3 +161,42 @@ def test_probe_records_a_companions_real_import_error(tmp_path, monkeypatch):
         "type": "RuntimeError",
         "message": "operator torchvision::nms does not exist",
     }
+
+
+def _fake_torchvision(root, version: str, cuda_line: str) -> None:
+    info = root / f"torchvision-{version}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: torchvision\nVersion: {version}\n"
+    )
+    pkg = root / "torchvision"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(f"__version__ = '{version}'\nfrom . import version\n")
+    (pkg / "version.py").write_text(cuda_line + "\n")
+
+
+@pytest.mark.parametrize(
+    ("cuda_line", "recorded"),
+    [
+        ("cuda = 13000", "13.0"),  # torchvision 0.26.0+cu130 on a real H200, 2026-11-26
+        ("cuda = 12080", "12.8"),
+        ("cuda = 9020", "9.2"),
+        ("cuda = -1", None),
+        ("cuda = None", None),
+        ("cuda = '11.8'", "11.8"),
+    ],
+)
+def test_torchvision_version_cuda_13000_is_CUDA_13_0_not_the_CPU(
+    tmp_path, monkeypatch, cuda_line, recorded
+):
+    """On a real H200 (torch 2.11.0+cu130, torchvision 0.26.0+cu130) `check` said "torchvision
+    0.26.0 is built for the CPU": torchvision's version.cuda is the int 13000, which the record
+    (a string field) dropped as absent. The probe now writes it the way torch does."""
+    _fake_torchvision(tmp_path, "0.26.0", cuda_line)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "torchvision", raising=False)
+    monkeypatch.delitem(sys.modules, "torchvision.version", raising=False)
+    record = torch_probe.companion_facts()["torchvision"]
+    assert record["imported"] is True
+    assert record["cuda_known"] is True
+    assert record["cuda"] == recorded

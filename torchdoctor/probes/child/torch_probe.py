@@ -383,6 +383,19 @@ def _installed(name):
     return True
 
 
+def cuda_text(value):
+    """A companion's CUDA version as torch writes it ('13.0'), None for a CPU build.
+
+    torchvision's ``version.cuda`` is an int, major*1000 + minor*10 (13000 on an H200 machine
+    with 0.26.0+cu130, recorded 2026-11-26), or -1/None without CUDA; torchaudio's was a string.
+    """
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int):
+        return f"{value // 1000}.{value % 1000 // 10}" if value > 0 else None
+    return str(value) or None
+
+
 def companion_facts():
     """Import each installed companion after torch; its error is the diagnosis."""
     import importlib
@@ -399,7 +412,7 @@ def companion_facts():
             version = getattr(mod, "version", None)
             if name in ("torchvision", "torchaudio") and hasattr(version, "cuda"):
                 record["cuda_known"] = True
-                record["cuda"] = version.cuda
+                record["cuda"] = cuda_text(version.cuda)
         except BaseException as exc:  # noqa: BLE001 - any failure, SystemExit included, is a fact
             record["error"] = {"type": type(exc).__name__, "message": str(exc)[:2000]}
         out[name] = record

@@ -1,0 +1,152 @@
+"""Run the snippets whose outcome the scan rules rely on, and record what torch really does.
+
+Each snippet runs in a forked child (torch imported once in the parent, CUDA never initialised
+there), so one snippet's failed CUDA initialisation cannot change the next one's outcome. Run it
+three ways to record the evidence in torchdoctor/data/device_claims.json:
+
+    python scripts/device_claims.py --mode cpu-build           # a CPU-only wheel
+    CUDA_VISIBLE_DEVICES= python scripts/device_claims.py --mode cuda-build-no-gpu
+    python scripts/device_claims.py --mode cuda-gpu            # a CUDA wheel on a real GPU
+
+It prints one JSON object: the torch version, the mode and, per snippet, whether it raised and the
+error's type and first line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from datetime import date
+
+# torch.cuda calls as people write them; the scan rule TD003 must agree with what raises here.
+CUDA_API = {
+    "synchronize": "torch.cuda.synchronize()",
+    "set_device": "torch.cuda.set_device(0)",
+    "current_device": "torch.cuda.current_device()",
+    "get_device_name": "torch.cuda.get_device_name()",
+    "get_device_properties": "torch.cuda.get_device_properties(0)",
+    "get_device_capability": "torch.cuda.get_device_capability()",
+    "mem_get_info": "torch.cuda.mem_get_info()",
+    "Stream": "torch.cuda.Stream()",
+    "current_stream": "torch.cuda.current_stream()",
+    "default_stream": "torch.cuda.default_stream()",
+    "set_stream": "torch.cuda.set_stream(torch.cuda.default_stream())",
+    "ipc_collect": "torch.cuda.ipc_collect()",
+    "init": "torch.cuda.init()",
+    "reset_peak_memory_stats": "torch.cuda.reset_peak_memory_stats()",
+    "is_available": "torch.cuda.is_available()",
+    "device_count": "torch.cuda.device_count()",
+    "manual_seed": "torch.cuda.manual_seed(0)",
+    "manual_seed_all": "torch.cuda.manual_seed_all(0)",
+    "empty_cache": "torch.cuda.empty_cache()",
+    "memory_allocated": "torch.cuda.memory_allocated()",
+    "max_memory_allocated": "torch.cuda.max_memory_allocated()",
+    "memory_reserved": "torch.cuda.memory_reserved()",
+    "max_memory_reserved": "torch.cuda.max_memory_reserved()",
+    "memory_stats": "torch.cuda.memory_stats()",
+    "memory_summary": "torch.cuda.memory_summary()",
+    "get_rng_state": "torch.cuda.get_rng_state()",
+    "get_rng_state_all": "torch.cuda.get_rng_state_all()",
+    "set_rng_state": "torch.cuda.set_rng_state(torch.ByteTensor(16))",
+    "is_bf16_supported": "torch.cuda.is_bf16_supported()",
+    "get_arch_list": "torch.cuda.get_arch_list()",
+    "is_initialized": "torch.cuda.is_initialized()",
+    "Event": "torch.cuda.Event(enable_timing=True)",
+    "Event.record": "torch.cuda.Event(enable_timing=True).record()",
+    "set_per_process_memory_fraction": "torch.cuda.set_per_process_memory_fraction(0.5)",
+    "amp.autocast": "torch.autocast('cuda').__enter__()",
+    "nvtx.range_push": "torch.cuda.nvtx.range_push('x')",
+    "nvtx.range_pop": "torch.cuda.nvtx.range_pop()",
+    "nvtx.mark": "torch.cuda.nvtx.mark('x')",
+    "nvtx.range": "torch.cuda.nvtx.range('x').__enter__()",
+    "graph": "torch.cuda.graph(torch.cuda.CUDAGraph()).__enter__()",
+    "utilization": "torch.cuda.utilization()",
+    "is_current_stream_capturing": "torch.cuda.is_current_stream_capturing()",
+    "amp.GradScaler": "torch.cuda.amp.GradScaler()",
+    "stream": "torch.cuda.stream(None).__enter__()",
+    "CUDAGraph": "torch.cuda.CUDAGraph()",
+}
+
+# Cross-device and device-specific claims (TD101, TD303, TD304, TD403, TD502).
+OTHER = {
+    "td303.cpu_1d_plus_cuda": "torch.ones(3) + torch.ones(3, device='cuda')",
+    "td303.cpu_0dim_plus_cuda": "torch.tensor(2.0) + torch.ones(3, device='cuda')",
+    "td303.python_float_times_cuda": "2.0 * torch.ones(3, device='cuda')",
+    "td303.cuda_indexed_by_cpu_long": "torch.ones(3, device='cuda')[torch.tensor([0, 2])]",
+    "td303.cpu_indexed_by_cuda_long": "torch.ones(3)[torch.tensor([0, 2], device='cuda')]",
+    "td303.cat_cpu_cuda": "torch.cat([torch.ones(3), torch.ones(3, device='cuda')])",
+    "td303.matmul_cpu_cuda": "torch.ones(2, 2) @ torch.ones(2, 2, device='cuda')",
+    "td303.where_cpu_0dim": "torch.where(torch.ones(3, device='cuda') > 0, "
+    "torch.ones(3, device='cuda'), torch.tensor(0.0))",
+    "td403.numpy_of_cuda": "torch.ones(3, device='cuda').numpy()",
+    "td403.cpu_numpy_of_cuda": "torch.ones(3, device='cuda').cpu().numpy()",
+    "td304.legacy_floattensor_cuda": "torch.FloatTensor([1.0], device='cuda')",
+    "td304.legacy_floattensor_cpu": "torch.FloatTensor([1.0], device='cpu')",
+    "td304.legacy_cuda_floattensor": "torch.cuda.FloatTensor([1.0])",
+    "td502.empty_pinned": "torch.empty(4, pin_memory=True)",
+    "td502.pin_memory_method": "torch.ones(4).pin_memory()",
+    "td502.dataloader_pinned": "list(torch.utils.data.DataLoader("
+    "torch.utils.data.TensorDataset(torch.ones(4, 2)), batch_size=2, pin_memory=True))",
+    "td101.load_cuda_saved": "torch.load(CUDA_CKPT)",
+    "td101.load_cuda_saved_map_cpu": "torch.load(CUDA_CKPT, map_location='cpu')",
+    "td202.dataparallel_no_cuda_call": "torch.nn.DataParallel(torch.nn.Linear(2, 2))(torch.ones(1, 2))",
+    "td601.double_on_cuda": "torch.ones(3, device='cuda').double().cpu()",
+}
+
+
+def run_one(code: str, env: dict) -> dict:
+    """Fork, run `code`, report {'ok': bool, 'error': 'Type: first line'} through a pipe."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child
+        os.close(r)
+        try:
+            import warnings
+
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                exec(code, dict(env))  # our own snippets, never user input
+            out = {"ok": True}
+            if caught:
+                out["warning"] = str(caught[0].message).splitlines()[0][:200]
+        except BaseException as e:  # noqa: BLE001 — recording what torch raises is the point
+            first = (str(e).strip().splitlines() or [""])[0][:200]
+            out = {"ok": False, "error": f"{type(e).__name__}: {first}"}
+        os.write(w, json.dumps(out).encode())
+        os._exit(0)
+    os.close(w)
+    data = b""
+    while chunk := os.read(r, 65536):
+        data += chunk
+    os.close(r)
+    os.waitpid(pid, 0)
+    return json.loads(data or b'{"ok": false, "error": "child died"}')
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--mode", required=True)
+    ap.add_argument("--cuda-ckpt", help="a state dict saved from CUDA tensors (td101 claims)")
+    args = ap.parse_args()
+    import torch
+
+    env = {"torch": torch, "CUDA_CKPT": args.cuda_ckpt}
+    snippets = dict(CUDA_API)
+    snippets.update(
+        OTHER if args.cuda_ckpt else {k: v for k, v in OTHER.items() if "td101" not in k}
+    )
+    doc = {
+        "mode": args.mode,
+        "recorded": date.today().isoformat(),
+        "torch": torch.__version__,
+        "torch_cuda": torch.version.cuda,
+        "python": sys.version.split()[0],
+        "claims": {name: {"code": code, **run_one(code, env)} for name, code in snippets.items()},
+    }
+    print(json.dumps(doc, indent=1, sort_keys=True))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,132 @@
+"""The scan rules against what torch really did, recorded by scripts/device_claims.py.
+
+tests/facts/device_claims/ holds three recordings of the same snippets: a CPU-only torch 2.13
+(this machine; what every Mac has), torch 2.11.0+cu130 on an H200 with the GPU hidden
+(CUDA_VISIBLE_DEVICES=''), and the same torch with the H200 visible (lent once, 2026-11-26).
+A rule that says "this raises" must agree with what raised; one that stays quiet, with what ran.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from torchdoctor.scan.checks.cuda_api import RAISING
+from torchdoctor.scan.engine import ScanOptions, scan_source
+
+CLAIMS = Path(__file__).parent / "facts" / "device_claims"
+
+
+def _load(mode: str) -> dict[str, dict]:
+    doc = json.loads((CLAIMS / f"{mode}.json").read_text())
+    assert doc["mode"] == mode
+    return doc["claims"]
+
+
+CPU = _load("cpu-build")
+NO_GPU = _load("cuda-build-no-gpu")
+GPU = _load("cuda-gpu")
+CUDA_API = sorted(k for k in CPU if "." not in k or k.startswith(("nvtx.", "amp.", "Event.")))
+
+
+def _raises_without_cuda(name: str) -> bool:
+    """Raises on a CPU-only torch, or on a CUDA torch that sees no GPU."""
+    return not CPU[name]["ok"] or (name in NO_GPU and not NO_GPU[name]["ok"])
+
+
+def _rules(src: str) -> list[str]:
+    found, _ = scan_source("m.py", "import torch\n" + src + "\n", ScanOptions(), None)
+    return [f.rule for f in found]
+
+
+def test_the_recordings_are_what_they_say():
+    """The GPU recording really ran on a GPU: a CUDA op succeeded there and failed without one."""
+    assert GPU["synchronize"]["ok"] and not NO_GPU["synchronize"]["ok"]
+    assert "No CUDA GPUs are available" in NO_GPU["synchronize"]["error"]
+    assert "Torch not compiled with CUDA enabled" in CPU["synchronize"]["error"]
+
+
+def test_every_torch_cuda_call_td003_names_was_seen_raising():
+    """RAISING holds no call the recordings saw succeed without CUDA (a false alarm on every
+    CPU-only run), and every call it names was recorded (no list entry from memory)."""
+    recorded = {n for n in CUDA_API if "." not in n or n.startswith("nvtx.")}
+    assert recorded >= RAISING, sorted(RAISING - recorded)
+    assert {n for n in recorded if _raises_without_cuda(n)} - {"Event.record"} == set(RAISING)
+
+
+@pytest.mark.parametrize("name", CUDA_API)
+def test_td003_flags_exactly_the_torch_cuda_calls_that_raised(name):
+    """`torch.cuda.get_rng_state()` raised "Torch not compiled with CUDA enabled" on the CPU
+    torch and "No CUDA GPUs are available" with the GPU hidden, and TD003 missed it; the calls
+    that ran (is_bf16_supported, memory_allocated, empty_cache, ...) must stay quiet."""
+    code = CPU[name]["code"]
+    if name == "Event.record":
+        code = "e = torch.cuda.Event()\ne.record()"
+    flagged = "TD003" in _rules(code)
+    assert flagged == _raises_without_cuda(name), (name, code, CPU[name], NO_GPU.get(name))
+
+
+# TD303 across devices: the same expressions, written as a function would write them.
+MIXES = {
+    "td303.cpu_1d_plus_cuda": "a = torch.ones(3)\n    return a + x",
+    "td303.cpu_0dim_plus_cuda": "a = torch.tensor(2.0)\n    return a + x",
+    "td303.cat_cpu_cuda": "a = torch.ones(3)\n    return torch.cat([a, x])",
+    "td303.matmul_cpu_cuda": "a = torch.ones(2, 2)\n    return a @ x",
+}
+
+
+@pytest.mark.parametrize("name", sorted(MIXES))
+def test_td303_flags_the_mixes_that_raised_on_the_gpu(name):
+    """'Expected all tensors to be on the same device, but found at least two devices, cuda:0
+    and cpu!' was raised on the H200 by a 1-d CPU tensor, never by a 0-dim one."""
+    src = f"def f(x):\n    x = x.to('cuda:0')\n    {MIXES[name]}"
+    raised = not GPU[name]["ok"]
+    if raised:
+        assert "same device" in GPU[name]["error"]
+    assert ("TD303" in _rules(src)) == raised, (name, GPU[name])
+
+
+def test_td403_numpy_of_a_cuda_tensor_raised_and_after_cpu_did_not():
+    """TypeError: can't convert cuda:0 device type tensor to numpy (recorded on the H200)."""
+    assert GPU["td403.numpy_of_cuda"]["error"].startswith("TypeError: can't convert cuda:0")
+    assert GPU["td403.cpu_numpy_of_cuda"]["ok"]
+    assert "TD403" in _rules("def f(x):\n    x = x.cuda()\n    return x.numpy()")
+    assert "TD403" not in _rules("def f(x):\n    x = x.cuda()\n    return x.cpu().numpy()")
+
+
+def test_td304_legacy_constructor_refuses_cuda_even_on_a_gpu():
+    """torch.FloatTensor(..., device='cuda') raised on the H200 too: 'legacy constructor expects
+    device type: cpu but device type: cuda was passed'; torch.cuda.FloatTensor ran."""
+    for recording in (CPU, NO_GPU, GPU):
+        assert (
+            "legacy constructor expects device type: cpu"
+            in (recording["td304.legacy_floattensor_cuda"]["error"])
+        )
+    assert GPU["td304.legacy_cuda_floattensor"]["ok"]
+    assert "TD304" in _rules("t = torch.FloatTensor([1.0], device='cuda')")
+    assert "TD304" not in _rules("t = torch.FloatTensor([1.0], device='cpu')")
+
+
+def test_td101_a_cuda_saved_file_fails_to_load_where_no_gpu_is_visible():
+    """'Attempting to deserialize object on a CUDA device but torch.cuda.is_available() is
+    False' (a CUDA torch with the GPU hidden); map_location='cpu' loaded it."""
+    assert (
+        "Attempting to deserialize object on a CUDA device"
+        in (NO_GPU["td101.load_cuda_saved"]["error"])
+    )
+    assert NO_GPU["td101.load_cuda_saved_map_cpu"]["ok"] and GPU["td101.load_cuda_saved"]["ok"]
+    assert "TD101" in _rules("sd = torch.load('w.pt', weights_only=True)")
+    assert "TD101" not in _rules("sd = torch.load('w.pt', map_location='cpu', weights_only=True)")
+
+
+def test_td502_pinned_memory_without_an_accelerator():
+    """torch.empty(..., pin_memory=True) and .pin_memory() raised with no accelerator, while a
+    DataLoader with pin_memory=True only warned: the rule that says 'raises' is TD502's."""
+    for name in ("td502.empty_pinned", "td502.pin_memory_method"):
+        assert not CPU[name]["ok"] and not NO_GPU[name]["ok"] and GPU[name]["ok"]
+    assert (
+        CPU["td502.dataloader_pinned"]["ok"]
+        and "pin_memory" in (CPU["td502.dataloader_pinned"]["warning"])
+    )
