@@ -7,6 +7,8 @@ from typing import Any
 
 from ..report.result import Status
 
+SHARED = "share one GPU"  # in a fallback reason: ranks on one GPU (rendezvous.agree_backend)
+
 COLLECTIVES = ("all_reduce", "all_gather", "broadcast", "barrier")
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from .fleet_common import COLLECTIVES, Finding, Record, finding, remedy, where
+from .fleet_common import COLLECTIVES, SHARED, Finding, Record, finding, remedy, where
 
 
 def _rank_accounting(records: list[Record], missing: list[Record], world: int) -> str | None:
@@ -133,13 +133,24 @@ def _collectives_passed(records: list[Record]) -> Finding:
         "warn",
         f"{summary}, but gloo ran as a fallback: {fallbacks[ranks[0]]}",
         {"fallback": fallbacks, "ranks": ranks},
-        [
-            remedy(
-                "NCCL was not usable on every rank, so GPU training would not get NCCL's speed. "
-                "Run `torchdoctor check --expect cuda` on the named ranks' hosts.",
-                "torchdoctor check --expect cuda",
-            )
-        ],
+        [_shared_gpu_remedy() if SHARED in fallbacks[ranks[0]] else _nccl_remedy()],
+    )
+
+
+def _nccl_remedy() -> dict:
+    return remedy(
+        "NCCL was not usable on every rank, so GPU training would not get NCCL's speed. "
+        "Run `torchdoctor check --expect cuda` on the named ranks' hosts.",
+        "torchdoctor check --expect cuda",
+    )
+
+
+def _shared_gpu_remedy() -> dict:
+    return remedy(
+        "Training with NCCL fails the same way ('Duplicate GPU detected'). Start one rank per "
+        "GPU: --nproc-per-node no larger than the host's GPU count (nvidia-smi -L lists them), "
+        "or give each rank its own GPU with CUDA_VISIBLE_DEVICES.",
+        "torchrun --standalone --nproc-per-node=$(nvidia-smi -L | wc -l) -m torchdoctor dist",
     )
 
 
