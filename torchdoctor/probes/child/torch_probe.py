@@ -26,7 +26,7 @@ import time
 import traceback
 import warnings
 
-from . import accel_probe, dist_sizes, libs_probe, locate
+from . import accel_probe, dist_sizes, forked, libs_probe, locate
 
 _OUT = sys.stdout
 
@@ -61,6 +61,22 @@ def stage(name, fn, *args):
         data["warnings"] = [f"{w.category.__name__}: {w.message}" for w in caught]
     emit({"event": "end", "stage": name, "data": data, "duration_s": time.perf_counter() - t0})
     return data
+
+
+def forked_stage(name, running):
+    """Report a stage that ran in a forked child (forked.py) as if it had run here: begin, then
+    end with its own duration or its error. Returns None: nothing is left to report."""
+    emit({"event": "begin", "stage": name})
+    res = running.result()
+    if "error" in res:
+        emit({"event": "error", "stage": name, "error": res["error"]})
+        return None
+    data = res.get("data")
+    if res.get("warnings"):
+        data = dict(data or {})
+        data["warnings"] = res["warnings"]
+    emit({"event": "end", "stage": name, "data": data, "duration_s": res.get("duration_s", 0.0)})
+    return None
 
 
 # --------------------------------------------------------------------------- stages without torch
@@ -452,6 +468,8 @@ def main(argv):
     if stage("import", import_torch) is None:
         emit({"event": "done"})
         return 0
+    # Before anything touches CUDA: the companion imports run beside the stages below.
+    companions = forked.start(companion_facts)
     build = stage("build", build_facts) or {}
     cuda = None
     if build.get("variant") in ("cuda", "rocm"):
@@ -461,7 +479,10 @@ def main(argv):
     if build.get("mps_built"):
         stage("mps", mps_facts)
     stage("libs", libs_probe.libs_facts)
-    stage("companions", companion_facts)
+    if companions is None:
+        stage("companions", companion_facts)
+    elif companions.ready():  # reported before the smoke tests where it can be
+        companions = forked_stage("companions", companions)
     if build.get("variant") == "rocm":
         stage("rocm", accel_probe.rocm_facts)
     if build.get("xpu_built"):
@@ -471,6 +492,8 @@ def main(argv):
         from . import smoke_probe  # loaded only when smoke tests run
 
         smoke_probe.run(stage, emit, smoke_size)
+    if companions is not None:
+        forked_stage("companions", companions)
     emit({"event": "done"})
     return 0
 
