@@ -34,7 +34,9 @@ def _companion(root, name: str, body: str) -> None:
 
 def _probe(tmp_path, timeout: float = 60):
     env = {**os.environ, "PYTHONPATH": str(tmp_path)}
-    return run_probe(child_argv(sys.executable, "torch_probe", "--smoke", "quick"), timeout, env=env)
+    return run_probe(
+        child_argv(sys.executable, "torch_probe", "--smoke", "quick"), timeout, env=env
+    )
 
 
 def test_a_companion_that_prints_at_import_does_not_corrupt_the_event_stream(tmp_path):
