@@ -9,6 +9,9 @@ torch.distributed store, with stand-in `torch.cuda` modules for the GPUs.
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import threading
 from datetime import timedelta
 from types import SimpleNamespace
@@ -21,6 +24,7 @@ from torchdoctor.cluster.launch import Launch
 from torchdoctor.cluster.rendezvous import agree_backend, shared_gpus
 from torchdoctor.cluster.side_channel import SideChannel
 
+from .conftest import REPO
 from .test_dist_fleet import finding, small
 
 dist = pytest.importorskip("torch.distributed")
@@ -98,3 +102,25 @@ def test_the_fleet_report_says_to_start_one_rank_per_gpu():
     assert f["status"] == "warn"
     cmds = [c for r in f["remedies"] for c in r["commands"]]
     assert any("--nproc-per-node=$(nvidia-smi -L | wc -l)" in c for c in cmds)
+
+
+def test_every_rank_refused_by_the_backend_phase_still_gets_rank_0s_fleet_report():
+    """On the H200, rank 1 printed its line and exited 1, and torchrun killed rank 0 (SIGTERM,
+    exit 143) before it printed anything. Non-zero ranks now leave their record in the store and
+    wait (bounded) for rank 0's report; here with gloo-only CPUs and --backend nccl, which every
+    rank refuses in the same phase."""
+    proc = subprocess.run(
+        [
+            sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
+            "-m", "torchdoctor", "dist", "--backend", "nccl", "--no-checks", "--json",
+        ],
+        capture_output=True, text=True, timeout=120, cwd=REPO,
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    doc = json.loads(proc.stdout)
+    results = {f["id"]: f for f in doc["results"]}
+    assert results["fleet.ranks"]["status"] == "pass"  # rank 1 answered, with its error
+    coll = results["fleet.collectives"]
+    assert coll["status"] == "fail" and coll["details"]["failed"] == {"phase backend": [0, 1]}
+    assert "NCCL_P2P_DISABLE" not in json.dumps(coll["remedies"])  # no collective ever ran
+    assert results["fleet.versions"]["status"] == "skip"

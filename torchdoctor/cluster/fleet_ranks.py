@@ -108,7 +108,9 @@ def _collectives_failed(
             "ranks": sorted({r for rs in bad.values() for r in rs}),
         },
         [
-            remedy(
+            _backend_remedy(messages["phase backend"])
+            if set(bad) == {"phase backend"}
+            else remedy(
                 "A collective that gives wrong values or times out breaks training. Re-run "
                 "with NCCL's log on the failing ranks; check the network interface NCCL picks "
                 "(NCCL_SOCKET_IFNAME) and, on PCIe machines, try without peer-to-peer.",
@@ -117,6 +119,11 @@ def _collectives_failed(
             )
         ],
     )
+
+
+def _backend_remedy(message: str) -> dict:
+    """--backend nccl refused before any collective: the ranks share GPUs, or lack NCCL."""
+    return _shared_gpu_remedy() if SHARED in message else _nccl_remedy()
 
 
 def _collectives_passed(records: list[Record]) -> Finding:

@@ -83,6 +83,8 @@ def versions_finding(
             agreed.append(f"{label} {next(iter(groups))}")
     title = "versions agree across the fleet"
     details: dict[str, Any] = {"differing": differing, "agreed": agreed}
+    if not differing and not agreed:  # every rank failed before it described itself
+        return finding("fleet.versions", title, "skip", "no rank reported its versions", details)
     if not differing:
         return finding(
             "fleet.versions", title, "pass", f"{', '.join(agreed)} on every rank", details

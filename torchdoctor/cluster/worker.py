@@ -37,6 +37,7 @@ from .side_channel import SideChannel
 
 HANG_RANK_VAR = "TORCHDOCTOR_TEST_HANG_RANK"
 OVERRIDE_VAR = "TORCHDOCTOR_TEST_FACT_OVERRIDE"
+REPORTED = "reported"  # rank 0 sets it in the store once the fleet report is out
 
 __all__ = ["DistOptions", "Worker", "apply_override", "run", "within"]
 
@@ -162,13 +163,25 @@ class Worker:
         if self.launch.rank == 0 and not self.reported:
             time.sleep(min(GRACE_S, 1.0))  # let the other ranks' errors reach the store
             self.emit(*report.partial(self.channel, self.record, self.launch.world_size))
+            self.channel.set(REPORTED, "1")
         else:  # other ranks, or rank 0 after its report: one line, no second report
             print(
                 f"torchdoctor dist: rank {self.launch.rank} on {self.launch.host}: "
                 f"{exc.phase}: {exc.message}",
                 file=sys.stderr,
             )
+            if self.launch.rank != 0:
+                # rank 0's partial report counts this rank as answered, with its error
+                self.channel.set(f"report/{self.launch.rank}", json.dumps(self.record, default=str))
+                self.await_report()
         return 1
+
+    def await_report(self) -> None:
+        """Stay until rank 0 has printed the fleet report (bounded): torchrun stops every rank
+        as soon as one exits non-zero, and on a real H200 it killed rank 0 mid-report when all
+        ranks failed the backend phase at once (two ranks on one GPU)."""
+        with contextlib.suppress(Exception):  # no store, or rank 0 gone: leave now
+            self.channel.wait_all([REPORTED], min(self.T, 30.0), "the fleet report")
 
     # ------------------------------------------------------------------ the run
 
