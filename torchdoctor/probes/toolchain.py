@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import glob
+import json
 import os
 import platform
 import re
@@ -29,7 +30,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from ..safeio import InputError, read_bounded
+from ..safeio import InputError, read_bounded, read_text_bounded
 
 TIMEOUT_S = 5.0
 _NVCC_RELEASE = re.compile(r"release (\d+)\.(\d+), V([\d.]+)")
@@ -80,18 +81,31 @@ def nvcc_facts(cuda_home: str, suffix: str = "") -> dict[str, Any]:
 
 def installed_toolkits(pattern: str = "/usr/local/cuda-*") -> list[dict[str, Any]]:
     """Versioned toolkits side by side (``/usr/local/cuda-12.1``): candidates for CUDA_HOME."""
-    out = []
-    for d in sorted(glob.glob(pattern)):
-        if os.path.exists(os.path.join(d, "bin", "nvcc")):
-            m = re.search(r"cuda-(\d+\.\d+)$", d)
-            out.append(
-                {
-                    "path": d,
-                    "release": m.group(1) if m else None,
-                    "has_headers": os.path.exists(os.path.join(d, "include", "cuda_runtime.h")),
-                }
-            )
+    out, seen = [], set()
+    for d in sorted(glob.glob(pattern), key=lambda p: (os.path.islink(p), p)):
+        real = os.path.realpath(d)
+        if real in seen or not os.path.exists(os.path.join(d, "bin", "nvcc")):
+            continue  # /usr/local/cuda-13 -> cuda-13.0 (the alternatives link) is listed once
+        seen.add(real)
+        m = re.search(r"cuda-(\d+\.\d+)$", d)
+        out.append(
+            {
+                "path": d,
+                "release": m.group(1) if m else _version_json_release(d),
+                "has_headers": os.path.exists(os.path.join(d, "include", "cuda_runtime.h")),
+            }
+        )
     return out
+
+
+def _version_json_release(toolkit: str) -> str | None:
+    """'13.0' from the toolkit's version.json ({"cuda": {"version": "13.0.88"}}), read bounded."""
+    try:
+        doc = json.loads(read_text_bounded(os.path.join(toolkit, "version.json"), 1 << 16))
+        m = re.match(r"(\d+)\.(\d+)", str(doc["cuda"]["version"]))
+    except (InputError, ValueError, KeyError, TypeError):
+        return None
+    return f"{m.group(1)}.{m.group(2)}" if m else None
 
 
 def tool(name: str, which: Callable[[str], str | None]) -> dict[str, Any]:

@@ -107,6 +107,11 @@ def visible_devices(env: dict[str, str], facts: Facts, out: Findings) -> None:
     status = Status.FAIL if gpus or facts.torch.build.variant == "cuda" else Status.WARN
     var = "CUDA_VISIBLE_DEVICES"
     if value.strip() in ("", "-1"):
+        if facts.torch.build.variant == "cuda" and facts.torch.cuda.available is False:
+            # cuda.available names it as the reason CUDA is not available, with the same fix:
+            # on a real H200 with CUDA_VISIBLE_DEVICES='' both said so, two errors for one cause
+            out.judged[var] = "hides every GPU (cuda.available reports it)"
+            return
         why = f"CUDA_VISIBLE_DEVICES={value!r} hides every GPU"
         out.add(status, var, "visible-devices-empty", why, fix_all)
         return

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from torchdoctor.typed_json import Record, Required, Version
+from torchdoctor.typed_json import Record, Version
 
 from .base import Bool, Int, Str, record
 
@@ -68,7 +68,9 @@ class Project(Record):
 @record
 class Toolkit(Record):
     path: Str
-    release: Annotated[str, Required, Version(r"\d+\.\d+", "12.4")]
+    # null: a folder whose name and version.json do not say (recorded on a real H200 machine
+    # as /usr/local/cuda-13, before the probe read version.json); such a toolkit is not offered
+    release: Annotated[str | None, Version(r"\d+\.\d+", "12.4")]
     has_headers: Bool
 
 
