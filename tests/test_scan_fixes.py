@@ -190,13 +190,14 @@ def test_td302_names_only_real_like_functions():
 
 
 # ---------------------------------------------------------------- 14: small ones
-def test_td102_no_edit_with_pickle_module():
-    (f,) = [
-        f
-        for f in findings('import torch, pickle\nsd = torch.load("a", pickle_module=pickle)\n')
-        if f.rule == "TD102"
-    ]
-    assert f.edit is None
+def test_td102_quiet_with_an_explicit_pickle_module_diffusion_policy_eval_real_robot():
+    """`torch.load(open(p, 'rb'), pickle_module=dill)` (real-stanford/diffusion_policy, a
+    lookalike in the fourth blind corpus): full unpickling chosen on purpose, as explicit as
+    weights_only=False, and torch refuses weights_only=True beside a pickle_module."""
+    src = 'import torch, dill\nsd = torch.load(open("a", "rb"), pickle_module=dill)\n'
+    assert [f.rule for f in findings(src) if f.rule == "TD102"] == []
+    src = 'import torch\nsd = torch.load(open("a", "rb"))\n'
+    assert [f.rule for f in findings(src) if f.rule == "TD102"] == ["TD102"]
 
 
 def test_td402_quiet_in_the_epoch_loop():

@@ -5,7 +5,9 @@ anyway. Told by what the file says of itself (never by running it):
 - it starts an NCCL process group (NCCL exists for NVIDIA GPUs only);
 - it imports bitsandbytes' CUDA kernels, SageMaker's model-parallel library, vLLM's engine
   internals (`from vllm.model_executor …`), or builds a CUDA
-  extension (`CUDAExtension`, `load_inline(... cuda_sources=...)`, `.cu` sources).
+  extension (`CUDAExtension`, `load_inline(... cuda_sources=...)`, `.cu` sources);
+- it pins its process to a GPU (`torch.cuda.set_device(…)`) and names no other device at all:
+  no `is_available`, no "cpu", no MPS or XPU (EasyOCR's CRAFT trainers, fourth blind corpus).
 
 Findings of the device rules there keep a `low` confidence, with the reason."""
 
@@ -32,9 +34,14 @@ MARKERS: tuple[tuple[re.Pattern[str], str], ...] = (
         "builds CUDA kernels",
     ),
 )
+SET_DEVICE = re.compile(r"\btorch\.cuda\.set_device\(")
+# Any sign of a path that does not need CUDA: then set_device is one branch, not the design.
+OTHER_DEVICE = re.compile(r"is_available|[\"']cpu[\"']|\bmps\b|\bxpu\b|device_count")
 # The rules that say "this fails without CUDA": moot in a file that needs CUDA anyway.
 DEVICE_RULES = frozenset(["TD001", "TD002", "TD003", "TD004", "TD005", "TD202", "TD501", "TD502"])
-QUICK = re.compile(r"nccl|bitsandbytes|smdistributed|vllm\.|CUDAExtension|cuda_sources|\.cu[\"']")
+QUICK = re.compile(
+    r"nccl|bitsandbytes|smdistributed|vllm\.|CUDAExtension|cuda_sources|\.cu[\"']|set_device"
+)
 
 
 def cuda_only_reason(text: str) -> str | None:
@@ -44,4 +51,6 @@ def cuda_only_reason(text: str) -> str | None:
     for pattern, reason in MARKERS:
         if pattern.search(text):
             return f"the file {reason}: it runs on CUDA only"
+    if SET_DEVICE.search(text) and not OTHER_DEVICE.search(text):
+        return "the file pins its process to a GPU and has no other device path: it runs on CUDA only"
     return None

@@ -81,12 +81,25 @@ def _shown_later(ctx: Context, stmt: ast.stmt, node: ast.Call) -> bool:
     if not name:
         return False
     scope = ctx.func.node if ctx.func else ctx.loops[0].node
+    names = {name} | _derived(scope, name)
     for sub in ast.walk(scope):
         if isinstance(sub, ast.Call) and SHOWING.match(call_name(sub)) and not _holds(stmt, sub):
             used = {dotted(n) for n in ast.walk(sub) if isinstance(n, (ast.Name, ast.Attribute))}
-            if name in used:
+            if names & used:
                 return True
     return False
+
+
+def _derived(scope: ast.AST, name: str) -> set[str]:
+    """Names assigned from the accumulator: `mean_loss = loss_value / 5`, then printed
+    (EasyOCR's CRAFT trainer, fourth blind corpus)."""
+    out = set()
+    for sub in ast.walk(scope):
+        if isinstance(sub, ast.Assign) and any(
+            dotted(n) == name for n in ast.walk(sub.value) if isinstance(n, ast.Name)
+        ):
+            out |= {dotted(t) for t in sub.targets} - {""}
+    return out
 
 
 def _item_confidence(ctx: Context, node: ast.Call) -> tuple[str, str] | None:

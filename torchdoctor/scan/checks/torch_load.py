@@ -60,14 +60,15 @@ def _torch_load(ctx: Context, node: ast.Call) -> None:
             needs=_saved_needs(ctx, node),
         )
     torch_min = ctx.project.torch_min
-    if "weights_only" in kw or ctx.in_with(SAFE_GLOBALS):
-        return  # an explicit choice, or allow-listed globals: torch ≥ 2.6 semantics on purpose
+    if "weights_only" in kw or "pickle_module" in kw or ctx.in_with(SAFE_GLOBALS):
+        # an explicit choice (a pickle_module such as dill means full unpickling on purpose,
+        # and torch refuses weights_only=True beside it), or allow-listed globals
+        return
     if torch_min is not None and torch_min >= WEIGHTS_ONLY_DEFAULT:
         return  # the project requires torch ≥ 2.6, where weights_only=True is the default
-    # torch refuses weights_only=True next to an explicit pickle_module; elsewhere it
-    # refuses a pickled module or object: only a state dict surely loads (fix.py may
-    # find more evidence, e.g. a torch.save of a state_dict() to the same path).
-    safe = "pickle_module" not in kw and id(node) in ctx.into_load_state_dict
+    # weights_only=True refuses a pickled module or object: only a state dict surely loads
+    # (fix.py may find more evidence, e.g. a torch.save of a state_dict() to the same path).
+    safe = id(node) in ctx.into_load_state_dict
     edit = ctx.insert_after(last, ", weights_only=True") if safe else None
     ctx.report(
         "TD102",
