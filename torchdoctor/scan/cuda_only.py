@@ -52,5 +52,7 @@ def cuda_only_reason(text: str) -> str | None:
         if pattern.search(text):
             return f"the file {reason}: it runs on CUDA only"
     if SET_DEVICE.search(text) and not OTHER_DEVICE.search(text):
-        return "the file pins its process to a GPU and has no other device path: it runs on CUDA only"
+        return (
+            "the file pins its process to a GPU and has no other device path: it runs on CUDA only"
+        )
     return None
