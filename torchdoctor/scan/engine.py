@@ -24,7 +24,16 @@ from .confidence import shown
 from .config import ProjectConfig, config_for, config_for_dir
 from .context import ProjectFacts
 from .model import FileError, Finding, ScanResult
-from .project import FileSummary, Project, picks_mps, resolve, search_calls, wanted_calls
+from .project import (
+    FileSummary,
+    Project,
+    compiles_cuda_at_import,
+    module_imports,
+    picks_mps,
+    resolve,
+    search_calls,
+    wanted_calls,
+)
 from .record import FileRecord
 from .rules import RULES
 from .rules import resolve as resolve_rule
@@ -177,7 +186,9 @@ def analyze_source(
     RecursionError."""
     config = config or ProjectConfig()
     tree = ast.parse(text, filename=path)
-    summary = FileSummary(mps=picks_mps(text))
+    summary = FileSummary(
+        mps=picks_mps(text), cuda_only=compiles_cuda_at_import(tree), imports=module_imports(tree)
+    )
     rules = (opts.select if opts.select is not None else ALL_IDS) - opts.ignore
     if not rules:
         return [], 0, summary

@@ -19,12 +19,15 @@ needs:
 
 from __future__ import annotations
 
+import ast
+import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .callsites import calls_in, passes
 from .confidence import lower
+from .cuda_only import DEVICE_RULES
 from .model import Finding
 
 
@@ -32,13 +35,26 @@ from .model import Finding
 class FileSummary:
     mps: bool = False  # the file picks (or offers) an MPS device
     cpu_saves: list[str] = field(default_factory=list)  # keys of files saved from CPU data
+    cuda_only: str | None = None  # why importing the file needs CUDA (compiles_cuda_at_import)
+    imports: list[str] = field(default_factory=list)  # modules it imports ("model", "..op")
 
     def to_json(self) -> dict[str, Any]:
-        return {"mps": self.mps, "cpu_saves": list(self.cpu_saves)}
+        return {
+            "mps": self.mps,
+            "cpu_saves": list(self.cpu_saves),
+            "cuda_only": self.cuda_only,
+            "imports": list(self.imports),
+        }
 
     @classmethod
     def from_json(cls, doc: dict[str, Any]) -> FileSummary:
-        return cls(bool(doc["mps"]), [str(k) for k in doc["cpu_saves"]])
+        only = doc["cuda_only"]
+        return cls(
+            bool(doc["mps"]),
+            [str(k) for k in doc["cpu_saves"]],
+            None if only is None else str(only),
+            [str(m) for m in doc["imports"]],
+        )
 
 
 MPS_HINTS = ("'mps", '"mps', "backends.mps", "mps.is_available")
@@ -75,6 +91,7 @@ class Project:
         self.key = key
         self.mps = any(s.mps for s in summaries.values())
         self.cpu_saved = {k for s in summaries.values() for k in s.cpu_saves}
+        self._cuda_only: dict[str, str] | None = None  # computed on first need
         self._calls: dict[tuple[str, str, int], list[Call]] = {}
         if key and memo and memo.get("key") == key:
             self._load_memo(memo)
@@ -118,6 +135,12 @@ class Project:
         self.find_calls([(name, param, index)])
         return self._calls[(name, param, index)]
 
+    def cuda_only_via_import(self, path: str) -> str | None:
+        """Why `path` runs on CUDA only through what it imports, or None."""
+        if self._cuda_only is None:
+            self._cuda_only = imports_cuda_only(self.summaries)
+        return self._cuda_only.get(path)
+
 
 def search_calls(
     paths: list[str], todo: list[tuple[str, str, int]], read: Callable[[str], bytes | None]
@@ -159,9 +182,107 @@ def resolve(findings: list[Finding], project: Project) -> list[Finding]:
     out = []
     for f in findings:
         decided = _decide(f, project) if f.needs else f
+        if decided is not None and decided.rule in DEVICE_RULES and decided.confidence != "low":
+            why = project.cuda_only_via_import(decided.path)
+            if why:
+                decided = replace(decided, confidence="low", grounds=why)
         if decided is not None:
             out.append(decided)
     return out
+
+
+def module_imports(tree: ast.Module) -> list[str]:
+    """The modules a file imports unconditionally, at its top level: "a.b" for `import a.b`
+    and `from a.b import c` (with "a.b.c", which may be a submodule), leading dots kept for
+    relative imports. An import inside `try`/`if` has a way around it, and is left out."""
+    out: list[str] = []
+    for s in tree.body:
+        if isinstance(s, ast.Import):
+            out += [a.name for a in s.names]
+        elif isinstance(s, ast.ImportFrom):
+            base = "." * s.level + (s.module or "")
+            out.append(base)
+            sep = "" if base.endswith(".") else "."
+            out += [base + sep + a.name for a in s.names if a.name != "*"]
+    return out
+
+
+BUILDERS = frozenset(["load", "load_inline"])  # torch.utils.cpp_extension's JIT builders
+
+
+def compiles_cuda_at_import(tree: ast.Module) -> str | None:
+    """A top-level `load(..., sources=[...".cu"])` / `load_inline(..., cuda_sources=...)`:
+    importing the file compiles CUDA kernels, so nothing that imports it runs without CUDA
+    (stylegan2-pytorch's op/upfirdn2d.py). Inside a function, `if` or `try` it is optional."""
+    for s in tree.body:
+        value = s.value if isinstance(s, (ast.Assign, ast.Expr, ast.AnnAssign)) else None
+        if not isinstance(value, ast.Call):
+            continue
+        func = value.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        if name in BUILDERS:
+            text = ast.unparse(value)
+            if ".cu'" in text or '.cu"' in text or "cuda_sources" in text:
+                return "it compiles CUDA kernels when imported"
+    return None
+
+
+def _candidates(path: str, module: str) -> list[str]:
+    """Files `module` may be, imported from `path`: beside it and in each folder above it (a
+    script's own folder is on sys.path; so is a package's root), or relative to its package."""
+    level = len(module) - len(module.lstrip("."))
+    parts = [p for p in module.lstrip(".").split(".") if p]
+    here = os.path.dirname(path)
+    if level:
+        for _ in range(level - 1):
+            here = os.path.dirname(here)
+        bases = [here]
+    else:
+        bases = []
+        while True:
+            bases.append(here)
+            up = os.path.dirname(here)
+            if up == here:
+                break
+            here = up
+    out = []
+    for base in bases:
+        stem = os.path.join(base, *parts)
+        out += [stem + ".py", os.path.join(stem, "__init__.py")]
+    return out
+
+
+def imports_cuda_only(summaries: dict[str, FileSummary]) -> dict[str, str]:
+    """Files that import (directly or through other files of the project, unconditionally) a
+    file whose import compiles CUDA kernels: stylegan2-pytorch's fid.py imports model.py, which
+    imports op/, which compiles `.cu` kernels at import (fourth blind scan corpus); none of
+    them can even be imported without CUDA. path -> why."""
+    seeds = {p for p, s in summaries.items() if s.cuda_only}
+    if not seeds:
+        return {}  # the common case: nothing to propagate, nothing resolved
+    edges: dict[str, list[str]] = {}
+    for path, s in summaries.items():
+        if path in seeds:
+            continue
+        found = []
+        for module in s.imports:
+            found += [c for c in _candidates(path, module) if c in summaries]
+        if found:
+            edges[path] = found
+    # the seed each file is CUDA-only through: "upfirdn2d.py: it compiles CUDA kernels when …"
+    origin = {p: f"{os.path.basename(p)}: {summaries[p].cuda_only}" for p in seeds}
+    why: dict[str, str] = {}
+    changed = True
+    while changed:
+        changed = False
+        for path, targets in edges.items():
+            hit = None if path in origin else next((t for t in targets if t in origin), None)
+            if hit is not None:
+                origin[path] = origin[hit]
+                rel = os.path.relpath(hit, os.path.dirname(path))
+                why[path] = f"it imports {rel}, which needs CUDA ({origin[hit]})"
+                changed = True
+    return why
 
 
 def _decide(f: Finding, project: Project) -> Finding | None:
