@@ -71,6 +71,13 @@ KIND_RULES: dict[str, frozenset[str]] = {
     "set-default-cuda-tensor-type": frozenset({"TD001", "TD002", "TD003"}),
     "legacy-type-isinstance": frozenset(),  # no rule of this version targets these two
     "module-global-device": frozenset(),
+    # Kinds of the fifth corpus (scan_blind5), added before the scan was run on it.
+    "cuda-default-fallback": frozenset({"TD001", "TD002", "TD003", "TD005"}),
+    "cuda-fallback-without-check": frozenset({"TD001", "TD002", "TD003"}),
+    "cuda-default-cli-option": frozenset({"TD002", "TD005"}),
+    "int-device-index": frozenset({"TD001", "TD002", "TD003"}),
+    "mps-override": frozenset({"TD002"}),
+    "mps-override-after-placement": frozenset(),  # no rule of this version targets it
 }
 # Label rows the labeller gave one root cause (method.md): recall is also counted per root.
 ONE_ROOT = {("lllyasviel/Fooocus", "ldm_patched/modules/model_management.py")}
