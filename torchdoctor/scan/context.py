@@ -101,6 +101,11 @@ class Context(SourcePositions, Bindings, DeviceGuards, CallSites, ast.NodeVisito
         return lower(confidence, "low"), str(reason)
 
     @property
+    def module(self) -> ast.Module:
+        """The file's tree (set when the walk starts)."""
+        return self._module
+
+    @property
     def func(self) -> Func | None:
         return self.funcs[-1] if self.funcs else None
 

@@ -37,6 +37,7 @@ class FileSummary:
     cpu_saves: list[str] = field(default_factory=list)  # keys of files saved from CPU data
     cuda_only: str | None = None  # why importing the file needs CUDA (compiles_cuda_at_import)
     imports: list[str] = field(default_factory=list)  # modules it imports ("model", "..op")
+    accelerator: bool = True  # the file names a device or an accelerator (names_a_device)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -44,6 +45,7 @@ class FileSummary:
             "cpu_saves": list(self.cpu_saves),
             "cuda_only": self.cuda_only,
             "imports": list(self.imports),
+            "accelerator": self.accelerator,
         }
 
     @classmethod
@@ -54,10 +56,23 @@ class FileSummary:
             [str(k) for k in doc["cpu_saves"]],
             None if only is None else str(only),
             [str(m) for m in doc["imports"]],
+            bool(doc["accelerator"]),
         )
 
 
 MPS_HINTS = ("'mps", '"mps', "backends.mps", "mps.is_available")
+
+
+DEVICE_WORDS = ("cuda", "mps", "xpu", "device", ".to(")
+# Rules whose harm needs a tensor off the CPU: a module attribute left behind by .to(), a
+# factory result meeting a device tensor, a host sync, .numpy() of a device tensor.
+CPU_MOOT = frozenset(["TD301", "TD302", "TD303", "TD402", "TD403"])
+
+
+def names_a_device(text: str) -> bool:
+    """Does the file name a device or an accelerator at all? Where no scanned file does, the
+    tensors never leave the CPU (seungeunrho/minimalRL, fifth blind corpus)."""
+    return any(w in text for w in DEVICE_WORDS)
 
 
 def picks_mps(text: str) -> bool:
@@ -91,6 +106,9 @@ class Project:
         self.key = key
         self.mps = any(s.mps for s in summaries.values())
         self.cpu_saved = {k for s in summaries.values() for k in s.cpu_saves}
+        # a project of several files none of which names a device; one file alone is too
+        # small a view (its model may be moved by a caller that was not scanned)
+        self.cpu_only = len(summaries) > 1 and not any(s.accelerator for s in summaries.values())
         self._cuda_only: dict[str, str] | None = None  # computed on first need
         self._calls: dict[tuple[str, str, int], list[Call]] = {}
         if key and memo and memo.get("key") == key:
@@ -182,13 +200,22 @@ def resolve(findings: list[Finding], project: Project) -> list[Finding]:
     out = []
     for f in findings:
         decided = _decide(f, project) if f.needs else f
-        if decided is not None and decided.rule in DEVICE_RULES and decided.confidence != "low":
-            why = project.cuda_only_via_import(decided.path)
-            if why:
-                decided = replace(decided, confidence="low", grounds=why)
+        if decided is not None and decided.confidence != "low":
+            decided = _lowered(decided, project)
         if decided is not None:
             out.append(decided)
     return out
+
+
+def _lowered(f: Finding, project: Project) -> Finding:
+    """Low where the whole project makes the rule moot: the file needs CUDA to be imported at
+    all, or no scanned file ever names a device."""
+    why = None
+    if f.rule in DEVICE_RULES:
+        why = project.cuda_only_via_import(f.path)
+    if why is None and f.rule in CPU_MOOT and project.cpu_only:
+        why = "no scanned file names a device or an accelerator: the tensors stay on the CPU"
+    return replace(f, confidence="low", grounds=why) if why else f
 
 
 def module_imports(tree: ast.Module) -> list[str]:

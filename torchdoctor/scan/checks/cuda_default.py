@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import re
 
+from ..astutil import dotted
 from ..context import Check, Context
 from .device_string import CUDA_STRING
 
@@ -30,6 +31,21 @@ def _defaults(node: ast.FunctionDef | ast.AsyncFunctionDef):
             yield arg.arg, kw_default, -1
 
 
+def cuda_default(default: ast.expr) -> str | None:
+    """The default as written when it names CUDA: `"cuda"`, `"cuda:0"` or `torch.device("cuda")`
+    (sam2's load_video_frames(…, compute_device=torch.device("cuda")), fifth blind corpus)."""
+    text = default
+    if isinstance(default, ast.Call) and dotted(default.func).rsplit(".", 1)[-1] == "device":
+        text = default.args[0] if len(default.args) == 1 and not default.keywords else None
+    if (
+        isinstance(text, ast.Constant)
+        and isinstance(text.value, str)
+        and CUDA_STRING.fullmatch(text.value)
+    ):
+        return f'"{text.value}"' if text is default else ast.unparse(default)
+    return None
+
+
 def _script(ctx: Context) -> bool:
     """A script (it runs itself under `if __name__ == "__main__":`): not an API for users."""
     return "__main__" in ctx.text and bool(MAIN.search(ctx.text))
@@ -45,18 +61,15 @@ def on_def(ctx: Context, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
     )
     name = cls.node.name if cls is not None and node.name == "__init__" else node.name
     for param, default, index in _defaults(node):
-        if not (
-            isinstance(default, ast.Constant)
-            and isinstance(default.value, str)
-            and CUDA_STRING.fullmatch(default.value)
-        ):
+        value = cuda_default(default)
+        if value is None:
             continue
         at = index - 1 if method and index >= 0 else index  # callers do not pass self
         private = name.startswith("_") or _script(ctx)
         ctx.report(
             "TD005",
             default,
-            f'`{name}(…, {param}="{default.value}")`: a call without `{param}=` runs on CUDA '
+            f"`{name}(…, {param}={value})`: a call without `{param}=` runs on CUDA "
             "and fails where there is none",
             f"default to None and pick the device inside (`{param} = {param} or "
             "('cuda' if torch.cuda.is_available() else 'cpu')`), or take it from an input",

@@ -41,10 +41,38 @@ def _saved_needs(ctx: Context, node: ast.Call) -> tuple[str, ...] | None:
     return ("saved", *keys) if keys else None
 
 
+# torch.distributed calls that move objects between the ranks of one job
+EXCHANGE = frozenset([
+    "all_gather", "all_gather_object", "broadcast", "broadcast_object_list", "gather",
+    "gather_object", "scatter", "send", "recv", "all_reduce", "barrier",
+])  # fmt: skip
+
+
+def _exchanged(ctx: Context) -> bool:
+    """The function torch.saves an object and meets the other ranks: what it loads, the job's
+    own processes serialised a moment ago (sam2's training/utils/distributed.py gathers any
+    picklable object that way, through a BytesIO or a shared folder; fifth blind corpus)."""
+    f = ctx.func
+    if f is None:
+        return False
+    key = f"exchanged:{id(f.node)}"
+    if key not in ctx.memo:
+        calls = [dotted(n.func) for n in ast.walk(f.node) if isinstance(n, ast.Call)]
+        ctx.memo[key] = any(c.endswith("torch.save") for c in calls) and any(
+            c.rsplit(".", 1)[-1] in EXCHANGE for c in calls
+        )
+    return bool(ctx.memo[key])
+
+
 def _torch_load(ctx: Context, node: ast.Call) -> None:
     kw = {k.arg for k in node.keywords}
     last = _last_arg(node)
-    if "map_location" not in kw and len(node.args) < 2 and not _cpu_only_state(ctx, node):
+    if _exchanged(ctx):
+        return
+    # Under `if use_cuda:` the load runs where CUDA is (Wav2Lip's _load maps to the CPU in its
+    # else branch): map_location is moot there; weights_only is not.
+    cpu_state = _cpu_only_state(ctx, node)
+    if "map_location" not in kw and len(node.args) < 2 and not ctx.guard and not cpu_state:
         if ctx.device_in_scope(node):
             target, edit = DEVICE_VARIABLE, True
         else:
