@@ -38,7 +38,7 @@ def _in_a_default(ctx: Context, node: ast.Call) -> bool:
 
 
 def on_call(ctx: Context, node: ast.Call) -> None:
-    if ctx.guard or _in_a_default(ctx, node):
+    if ctx.guard:
         return
     func = node.func
     attr = func.attr if isinstance(func, ast.Attribute) else None
@@ -58,6 +58,8 @@ def on_call(ctx: Context, node: ast.Call) -> None:
             and CUDA_STRING.fullmatch(c.value)
         ):
             continue
+        if _in_a_default(ctx, node):
+            return  # walked only once a "cuda" string is found: most calls have none
         # `torch.device("cuda")` is where a device gets defined: no safe rewrite there.
         fixable = not is_ctor and ctx.device_in_scope(c)
         ctx.report(
