@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Record what torchdoctor sees on a real NVIDIA GPU machine, as fixtures for the tests that run
 # without one. Run from the repository root on the GPU machine; everything lands in $OUT/gpu.tar.gz
-# (plus $OUT/log). Every step has its own deadline and a failed step does not stop the others.
+# (plus $OUT/log); QUICK=1 re-checks a change in a few minutes. Every step has its own deadline
+# and a failed step does not stop the others.
 #   OUT=/tmp/out bash scripts/gpu_record.sh
 set -u
 export PYTHONUNBUFFERED=1
@@ -16,6 +17,14 @@ step() { # step NAME SECONDS CMD... : run with a deadline, keep stdout+stderr an
 }
 
 step nvidia_smi 30 nvidia-smi
+if [ -n "${QUICK:-}" ]; then # a re-check of a change: the report, the dist runs, the timings
+  step check_json 180 "$PY" -m torchdoctor check --json --expect cuda --timeout 120
+  step check_text 180 "$PY" -m torchdoctor check --timeout 120
+  step dist_nccl2_one_gpu 120 "$PY" -m torch.distributed.run --standalone --nproc-per-node=2 \
+    -m torchdoctor dist --backend nccl --no-checks --collective-timeout 30
+  step bench 300 "$PY" benchmarks/bench_check.py --rounds 3 --warmup 1
+  ROUNDS="1 2 3"
+else
 step collect_env 120 "$PY" -m torch.utils.collect_env
 step check_json 180 "$PY" -m torchdoctor check --json --expect cuda --smoke-size full \
   --timeout 120 --dump-facts "$D/facts.json"
@@ -43,11 +52,12 @@ step dist_nccl2_one_gpu 180 "$PY" -m torch.distributed.run --standalone --nproc-
 step dist_auto2_one_gpu 180 "$PY" -m torch.distributed.run --standalone --nproc-per-node=2 \
   -m torchdoctor dist --no-checks --collective-timeout 30 -o "$D/fleet_auto2.json"
 step bench 420 "$PY" benchmarks/bench_check.py --rounds 4 --warmup 1
+fi
 # A/B against an older torchdoctor in BASELINE (a folder holding its torchdoctor/ package):
 # alternating runs, each from a folder holding only its own package, same machine, same run
 if [ -n "${BASELINE:-}" ]; then
   CAND=$(mktemp -d) && cp -r torchdoctor "$CAND/"
-  for i in 1 2 3 4 5; do
+  for i in ${ROUNDS:-1 2 3 4 5}; do
     for who in baseline candidate; do
       dir=$BASELINE; [ $who = candidate ] && dir=$CAND
       t0=$EPOCHREALTIME
