@@ -53,3 +53,29 @@ def test_the_fix_is_an_edit_only_where_the_projects_torch_has_the_argument(tmp_p
     new = _findings(tmp_path / "new", AUDIOCRAFT, ">=2.1")
     assert old and not any(f["details"]["autofix"] for f in old)
     assert new and all(f["details"]["autofix"] for f in new)
+
+
+def test_a_hash_checked_download_of_the_projects_own_release_url_is_trusted_midas_hubconf(
+    tmp_path,
+):
+    """isl-org/MiDaS hubconf.py: a fixed GitHub-release URL, check_hash=True (the download must
+    match the SHA-256 prefix in the URL's file name): a lookalike in the fourth blind corpus.
+    The same call on a caller's URL (audiocraft, line 7 above) stays flagged."""
+    midas = """import torch
+
+
+def DPT_BEiT_L_512(pretrained=True):
+    if pretrained:
+        checkpoint = (
+            "https://github.com/isl-org/MiDaS/releases/download/v3_1/dpt_beit_large_512.pt"
+        )
+        return torch.hub.load_state_dict_from_url(
+            checkpoint, map_location=torch.device("cpu"), progress=True, check_hash=True
+        )
+
+
+def unchecked():
+    return torch.hub.load_state_dict_from_url("https://example.com/w-0123abcd.pt")
+"""
+    found = _findings(tmp_path, midas)
+    assert sorted(int(f["subject"].split(":")[1]) for f in found) == [15]

@@ -16,7 +16,7 @@ def on_call(ctx: Context, node: ast.Call) -> None:
     obj, dest = path_argument(node, 0, "obj"), path_argument(node, 1, "f")
     if obj is None or dest is None:
         return
-    scope = ctx.func.node if ctx.func else ctx._module
+    scope = ctx.func.node if ctx.func else ctx.module
     if cpu_only(obj, scope):
         ctx.summary.cpu_saves.extend(path_keys(ctx.path, dest))
 
