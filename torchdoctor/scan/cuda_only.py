@@ -6,6 +6,7 @@ anyway. Told by what the file says of itself (never by running it):
 - it imports bitsandbytes' CUDA kernels, SageMaker's model-parallel library, vLLM's engine
   internals (`from vllm.model_executor …`), or builds a CUDA
   extension (`CUDAExtension`, `load_inline(... cuda_sources=...)`, `.cu` sources);
+- it puts each process on the GPU of its rank (`.cuda(rank)`, `.cuda(args.local_rank)`);
 - it pins its process to a GPU (`torch.cuda.set_device(…)`) and names no other device at all:
   no `is_available`, no "cpu", no MPS or XPU (EasyOCR's CRAFT trainers, fourth blind corpus).
 
@@ -33,6 +34,12 @@ MARKERS: tuple[tuple[re.Pattern[str], str], ...] = (
         re.compile(r"\bCUDAExtension\b|cuda_sources\s*=|[\"'][\w/.-]+\.cu[\"']"),
         "builds CUDA kernels",
     ),
+    # one process per GPU, each on the GPU of its rank: `.cuda(rank)`, `.cuda(args.local_rank)`,
+    # `torch.cuda.Stream(local_rank)` (vits, RVC, MeloTTS trainers; arcface_torch's partial FC)
+    (
+        re.compile(r"(?:\.cuda|cuda\.Stream)\(\s*(?:self\.|args\.|opt\.)?(?:local_)?rank\s*\)"),
+        "puts each process on the GPU of its rank",
+    ),
 )
 SET_DEVICE = re.compile(r"\btorch\.cuda\.set_device\(")
 # Any sign of a path that does not need CUDA: then set_device is one branch, not the design.
@@ -43,7 +50,7 @@ DEVICE_RULES = frozenset([
     "TD001", "TD002", "TD003", "TD004", "TD005", "TD101", "TD103", "TD202", "TD501", "TD502",
 ])  # fmt: skip
 QUICK = re.compile(
-    r"nccl|bitsandbytes|smdistributed|vllm\.|CUDAExtension|cuda_sources|\.cu[\"']|set_device"
+    r"nccl|bitsandbytes|smdistributed|vllm\.|CUDAExtension|cuda_sources|\.cu[\"']|set_device|rank"
 )
 
 

@@ -80,6 +80,8 @@ def on_call(ctx: Context, node: ast.Call) -> None:
         return
     if isinstance(ctx.parents.get(id(node)), ast.Subscript):
         return  # `x[torch.arange(b), idx]`: CPU indices work on tensors on any device
+    if ctx.then.get(id(node)) == "cpu":
+        return  # `torch.zeros(…).cpu()`: put on the CPU on purpose (Real-Time-Voice-Cloning)
     if _moved_later(ctx, node) or _position_table(ctx):
         return
     hint = f"{dotted(func)}(…, device=x.device) for an input x"

@@ -82,10 +82,28 @@ def _shown_later(ctx: Context, stmt: ast.stmt, node: ast.Call) -> bool:
         return False
     scope = ctx.func.node if ctx.func else ctx.loops[0].node
     names = {name} | _derived(scope, name)
+    if _formatted(scope, names):
+        return True
     for sub in ast.walk(scope):
         if isinstance(sub, ast.Call) and SHOWING.match(call_name(sub)) and not _holds(stmt, sub):
             used = {dotted(n) for n in ast.walk(sub) if isinstance(n, (ast.Name, ast.Attribute))}
             if names & used:
+                return True
+    return False
+
+
+def _formatted(scope: ast.AST, names: set[str]) -> bool:
+    """Is the value written into text (an f-string, `.format`, `%`)? Text is for a person:
+    Real-Time-Voice-Cloning's `msg = f"… {loss_window.average:#.4} …"`, then `stream(msg)`."""
+    for sub in ast.walk(scope):
+        if isinstance(sub, ast.JoinedStr) or (
+            isinstance(sub, ast.BinOp)
+            and isinstance(sub.op, ast.Mod)
+            and isinstance(sub.left, ast.Constant)
+            and isinstance(sub.left.value, str)
+        ):
+            used = {dotted(n) for n in ast.walk(sub) if isinstance(n, (ast.Name, ast.Attribute))}
+            if names & used or any(u.split(".")[0] in names for u in used if u):
                 return True
     return False
 

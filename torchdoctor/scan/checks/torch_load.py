@@ -38,16 +38,12 @@ def _cpu_only_state(ctx: Context, node: ast.Call) -> bool:
 def _load_keys(ctx: Context, node: ast.Call) -> list[str]:
     """Keys of the file a torch.load reads (saved_files.py): of its argument, and of what the
     function assigns to it when it is a name (`ckpt_path = os.path.join(out, "ckpt.pt")`)."""
-    path = path_argument(node, 0, "f")
-    if path is None:
+    exprs = _path_exprs(ctx, node)
+    if not exprs:
         return []
-    keys = path_keys(ctx.path, path)
-    if isinstance(path, ast.Name) and ctx.func is not None:
-        for n in ast.walk(ctx.func.node):
-            if isinstance(n, ast.Assign) and any(
-                isinstance(t, ast.Name) and t.id == path.id for t in n.targets
-            ):
-                keys += [k for k in path_keys(ctx.path, n.value) if k.startswith("file:")]
+    keys = path_keys(ctx.path, exprs[0])
+    for value in exprs[1:]:
+        keys += [k for k in path_keys(ctx.path, value) if k.startswith("file:")]
     return sorted(set(keys))
 
 
@@ -79,10 +75,37 @@ def _exchanged(ctx: Context) -> bool:
     return bool(ctx.memo[key])
 
 
+def _path_exprs(ctx: Context, node: ast.Call) -> list[ast.expr]:
+    """The load's path argument, and what the function assigns to it when it is a name."""
+    path = path_argument(node, 0, "f")
+    if path is None:
+        return []
+    out = [path]
+    if isinstance(path, ast.Name) and ctx.func is not None:
+        out += [
+            n.value
+            for n in ast.walk(ctx.func.node)
+            if isinstance(n, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == path.id for t in n.targets)
+        ]
+    return out
+
+
+def _packaged(ctx: Context, node: ast.Call) -> bool:
+    """A file found from `__file__`: data shipped inside the package itself, as trusted as the
+    code that loads it and loaded on every machine the package supports (facenet-pytorch's
+    mtcnn.py loads ../data/pnet.pt that way; sixth blind corpus)."""
+    return any(
+        isinstance(n, ast.Name) and n.id == "__file__"
+        for e in _path_exprs(ctx, node)
+        for n in ast.walk(e)
+    )
+
+
 def _torch_load(ctx: Context, node: ast.Call) -> None:
     kw = {k.arg for k in node.keywords}
     last = _last_arg(node)
-    if _exchanged(ctx):
+    if _exchanged(ctx) or _packaged(ctx, node):
         return
     # Under `if use_cuda:` the load runs where CUDA is (Wav2Lip's _load maps to the CPU in its
     # else branch): map_location is moot there; weights_only is not.
