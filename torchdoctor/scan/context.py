@@ -165,8 +165,13 @@ class Context(SourcePositions, Bindings, DeviceGuards, CallSites, ast.NodeVisito
         self._guards.pop()
 
     def visit_IfExp(self, node: ast.IfExp) -> None:
+        """`a if test else b`: `b` is the test's else branch, as in an `if` statement
+        (`torch.device("cpu") if gather_on_cpu else torch.device("cuda")`)."""
         self._guards.append((is_guard, node.test))
-        self.generic_visit(node)
+        self.visit(node.test)  # `"cuda" in d and torch.cuda.f(d)`: the test guards its own rest
+        self.visit(node.body)
+        self._guards[-1] = (is_guard_else, node.test)
+        self.visit(node.orelse)
         self._guards.pop()
 
     def _comprehension(self, node: ast.AST, parts: list[ast.expr]) -> None:

@@ -23,7 +23,7 @@ class DeviceGuards:
 
     def _start_guards(self) -> None:
         self._guards: list[Guard] = []
-        self._guard_memo: dict[int, bool] = {}
+        self._guard_memo: dict[tuple[int, int], bool] = {}
 
     @property
     def guard(self) -> bool:
@@ -60,9 +60,10 @@ class DeviceGuards:
 
     def _hit(self, entry: tuple[Callable[[ast.AST], bool], ast.AST]) -> bool:
         pred, node = entry
-        hit = self._guard_memo.get(id(node))
+        key = (id(pred), id(node))  # a test's if and else branches may judge it differently
+        hit = self._guard_memo.get(key)
         if hit is None:
-            hit = self._guard_memo[id(node)] = pred(node)
+            hit = self._guard_memo[key] = pred(node)
         return hit
 
 
