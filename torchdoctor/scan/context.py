@@ -89,6 +89,7 @@ class Context(SourcePositions, Bindings, DeviceGuards, CallSites, ast.NodeVisito
         self.param_loop_vars: set[str] = set()
         self.skip_nodes: set[int] = set()
         self.memo: dict[str, object] = {}  # per-file facts a check computes once
+        self.in_defaults = 0  # > 0 while a function's parameter defaults are visited
 
     def _judged(self, rule: str, confidence: str, why: str | None) -> tuple[str, str | None]:
         if rule not in DEVICE_RULES:
@@ -239,7 +240,9 @@ class Context(SourcePositions, Bindings, DeviceGuards, CallSites, ast.NodeVisito
     def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         for d in node.decorator_list:
             self.visit(d)
+        self.in_defaults += 1  # parameter defaults: TD005 judges a "cuda" there, not TD002
         self.visit(node.args)
+        self.in_defaults -= 1
         for hook in self.hooks.defs:
             hook(self, node)
         cls = self.classes[-1] if self.classes and not self.funcs else None

@@ -50,7 +50,8 @@ DEVICE_RULES = frozenset([
     "TD001", "TD002", "TD003", "TD004", "TD005", "TD101", "TD103", "TD202", "TD501", "TD502",
 ])  # fmt: skip
 QUICK = re.compile(
-    r"nccl|bitsandbytes|smdistributed|vllm\.|CUDAExtension|cuda_sources|\.cu[\"']|set_device|rank"
+    r"nccl|bitsandbytes|smdistributed|vllm\.|CUDAExtension|cuda_sources|\.cu[\"']|set_device"
+    r"|(?:\.cuda|cuda\.Stream)\(\s*(?:self\.|args\.|opt\.)?(?:local_)?rank"
 )
 
 

@@ -29,7 +29,6 @@ from .project import (
     Project,
     compiles_cuda_at_import,
     module_imports,
-    names_a_device,
     picks_mps,
     resolve,
     search_calls,
@@ -191,7 +190,6 @@ def analyze_source(
         mps=picks_mps(text),
         cuda_only=compiles_cuda_at_import(tree),
         imports=module_imports(tree),
-        accelerator=names_a_device(text),
     )
     rules = (opts.select if opts.select is not None else ALL_IDS) - opts.ignore
     if not rules:

@@ -37,7 +37,6 @@ class FileSummary:
     cpu_saves: list[str] = field(default_factory=list)  # keys of files saved from CPU data
     cuda_only: str | None = None  # why importing the file needs CUDA (compiles_cuda_at_import)
     imports: list[str] = field(default_factory=list)  # modules it imports ("model", "..op")
-    accelerator: bool = True  # the file names a device or an accelerator (names_a_device)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -45,7 +44,6 @@ class FileSummary:
             "cpu_saves": list(self.cpu_saves),
             "cuda_only": self.cuda_only,
             "imports": list(self.imports),
-            "accelerator": self.accelerator,
         }
 
     @classmethod
@@ -56,7 +54,6 @@ class FileSummary:
             [str(k) for k in doc["cpu_saves"]],
             None if only is None else str(only),
             [str(m) for m in doc["imports"]],
-            bool(doc["accelerator"]),
         )
 
 
@@ -106,9 +103,7 @@ class Project:
         self.key = key
         self.mps = any(s.mps for s in summaries.values())
         self.cpu_saved = {k for s in summaries.values() for k in s.cpu_saves}
-        # a project of several files none of which names a device; one file alone is too
-        # small a view (its model may be moved by a caller that was not scanned)
-        self.cpu_only = len(summaries) > 1 and not any(s.accelerator for s in summaries.values())
+        self._cpu_only: bool | None = None  # computed on first need
         self._cuda_only: dict[str, str] | None = None  # computed on first need
         self._calls: dict[tuple[str, str, int], list[Call]] = {}
         if key and memo and memo.get("key") == key:
@@ -152,6 +147,18 @@ class Project:
     def calls(self, name: str, param: str, index: int) -> list[Call]:
         self.find_calls([(name, param, index)])
         return self._calls[(name, param, index)]
+
+    @property
+    def cpu_only(self) -> bool:
+        """A project of several files none of which names a device; one file alone is too small
+        a view (its model may be moved by a caller that was not scanned). Asked only when a
+        finding it could lower exists, and the first file naming a device ends the look."""
+        if self._cpu_only is None:
+            self._cpu_only = len(self.summaries) > 1 and not any(
+                names_a_device((self.read(p) or b"device").decode("latin-1"))
+                for p in self.summaries
+            )
+        return self._cpu_only
 
     def cuda_only_via_import(self, path: str) -> str | None:
         """Why `path` runs on CUDA only through what it imports, or None."""

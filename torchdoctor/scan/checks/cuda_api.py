@@ -28,8 +28,10 @@ MULTI_GPU = re.compile(r"nccl|FullyShardedDataParallel")
 
 
 def on_call(ctx: Context, node: ast.Call) -> None:
+    if not isinstance(node.func, ast.Attribute):
+        return  # `range(n)`, `init()`: the builtin or a local name, not torch.cuda's
     name = ctx.torch_call(node)
-    if ctx.guard or name is None or not name.startswith("cuda."):
+    if name is None or not name.startswith("cuda.") or ctx.guard:
         return
     if MULTI_GPU.search(ctx.text):
         return  # NCCL / FSDP (multi-GPU) code: CUDA-only by design, like the rest of the file

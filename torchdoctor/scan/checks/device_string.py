@@ -24,19 +24,6 @@ def _places_tensor(ctx: Context, node: ast.Call, attr: str | None) -> bool:
     return attr is not None and bool(PLACING_METHODS.match(attr))
 
 
-def _in_a_default(ctx: Context, node: ast.Call) -> bool:
-    """Is the call a parameter's default (`def f(device=torch.device("cuda"))`)? TD005 judges
-    those, against the project's callers."""
-    if "defaults" not in ctx.memo:
-        ids: set[int] = set()
-        for fn in ast.walk(ctx.module):
-            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-                for d in [*fn.args.defaults, *(k for k in fn.args.kw_defaults if k)]:
-                    ids.update(id(n) for n in ast.walk(d))
-        ctx.memo["defaults"] = ids
-    return id(node) in ctx.memo["defaults"]  # type: ignore[operator]
-
-
 def on_call(ctx: Context, node: ast.Call) -> None:
     if ctx.guard:
         return
@@ -58,8 +45,8 @@ def on_call(ctx: Context, node: ast.Call) -> None:
             and CUDA_STRING.fullmatch(c.value)
         ):
             continue
-        if _in_a_default(ctx, node):
-            return  # walked only once a "cuda" string is found: most calls have none
+        if ctx.in_defaults:
+            return  # `def f(device=torch.device("cuda"))`: TD005's, against the callers
         # `torch.device("cuda")` is where a device gets defined: no safe rewrite there.
         fixable = not is_ctor and ctx.device_in_scope(c)
         ctx.report(
