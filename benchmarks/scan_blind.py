@@ -337,6 +337,9 @@ def main() -> None:
     ap.add_argument("--corpus-root", type=Path, default=None)
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--no-write", action="store_true", help="do not rewrite unlabelled.csv")
+    ap.add_argument(
+        "--false", action="store_true", help="also list the default output's false findings"
+    )
     args = ap.parse_args()
     here = args.set
     corpus = json.loads((here / "corpus.json").read_text(encoding="utf-8"))
@@ -346,6 +349,11 @@ def main() -> None:
     by_level = scan_corpus(corpus, root, args.jobs)
     if not args.no_write:
         write_unlabelled(here / "unlabelled.csv", by_level, labels, judged)
+    if args.false:  # after a blind scoring only: the list shows what the labels said no to
+        for f in by_level["default"]:
+            if verdict(f, labels) == "fp":
+                print(f"false: {f.repo} {f.file}:{f.line} {f.rule} {f.confidence} | {f.code[:80]}")
+        print()
     for level, findings in by_level.items():
         print("\n".join(overall_lines(level, findings, labels, judged)))
         print("\n".join(rule_table(findings, labels, judged)))
