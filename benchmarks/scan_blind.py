@@ -81,6 +81,8 @@ KIND_RULES: dict[str, frozenset[str]] = {
     # Kinds of the sixth corpus (scan_blind6), added before the scan was run on it.
     "sync-in-loop": frozenset({"TD402"}),
     "device-str-compare": frozenset(),  # no rule of this version targets it
+    # Kinds of the eighth corpus (scan_blind8), added before the scan was run on it.
+    "cuda-legacy-type": frozenset({"TD001", "TD002", "TD003", "TD304"}),
 }
 # Label rows the labeller gave one root cause (method.md): recall is also counted per root.
 ONE_ROOT = {("lllyasviel/Fooocus", "ldm_patched/modules/model_management.py")}
