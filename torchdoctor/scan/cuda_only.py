@@ -6,7 +6,8 @@ anyway. Told by what the file says of itself (never by running it):
 - it imports bitsandbytes' CUDA kernels, SageMaker's model-parallel library, vLLM's engine
   internals (`from vllm.model_executor …`), or builds a CUDA
   extension (`CUDAExtension`, `load_inline(... cuda_sources=...)`, `.cu` sources);
-- it puts each process on the GPU of its rank (`.cuda(rank)`, `.cuda(args.local_rank)`);
+- it puts each process on the GPU of its rank (`.cuda(rank)`, `.cuda(args.local_rank)`,
+  `torch.device("cuda", rank)`);
 - it pins its process to a GPU (`torch.cuda.set_device(…)`) and names no other device at all:
   no `is_available`, no "cpu", no MPS or XPU (EasyOCR's CRAFT trainers, fourth blind corpus).
 
@@ -37,7 +38,10 @@ MARKERS: tuple[tuple[re.Pattern[str], str], ...] = (
     # one process per GPU, each on the GPU of its rank: `.cuda(rank)`, `.cuda(args.local_rank)`,
     # `torch.cuda.Stream(local_rank)` (vits, RVC, MeloTTS trainers; arcface_torch's partial FC)
     (
-        re.compile(r"(?:\.cuda|cuda\.Stream)\(\s*(?:self\.|args\.|opt\.)?(?:local_)?rank\s*\)"),
+        re.compile(
+            r"(?:\.cuda|cuda\.Stream)\(\s*(?:self\.|args\.|opt\.)?(?:local_)?rank\s*\)"
+            r"|device\(\s*['\"]cuda['\"]\s*,\s*(?:self\.|args\.|opt\.)?(?:local_)?rank\s*\)"
+        ),
         "puts each process on the GPU of its rank",
     ),
 )
@@ -52,6 +56,7 @@ DEVICE_RULES = frozenset([
 QUICK = re.compile(
     r"nccl|bitsandbytes|smdistributed|vllm\.|CUDAExtension|cuda_sources|\.cu[\"']|set_device"
     r"|(?:\.cuda|cuda\.Stream)\(\s*(?:self\.|args\.|opt\.)?(?:local_)?rank"
+    r"|['\"]cuda['\"]\s*,\s*(?:self\.|args\.|opt\.)?(?:local_)?rank"
 )
 
 
