@@ -113,6 +113,16 @@ def imports_cuda_only(stmt: ast.stmt) -> bool:
     return False
 
 
+def assigned_values(scope: ast.AST, name: str) -> list[ast.expr]:
+    """What `scope` assigns to the plain name `name` (`x = …`, in any of its statements)."""
+    return [
+        n.value
+        for n in ast.walk(scope)
+        if isinstance(n, ast.Assign)
+        and any(isinstance(t, ast.Name) and t.id == name for t in n.targets)
+    ]
+
+
 def own_nodes(nodes: list[ast.AST]) -> Iterator[ast.AST]:
     """Nodes of one scope: nested functions, lambdas and classes are not entered."""
     todo = list(nodes)

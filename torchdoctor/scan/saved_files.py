@@ -10,7 +10,7 @@ import ast
 import posixpath
 import re
 
-from .astutil import dotted
+from .astutil import assigned_values, dotted
 
 FILE_NAME = re.compile(r"[\w.-]*\w\.(pt|pth|bin|ckpt|tar|pkl|pickle|torch|data)$", re.I)
 GENERIC = frozenset([
@@ -49,10 +49,5 @@ def cpu_only(expr: ast.expr, scope: ast.AST | None) -> bool:
     """Is what is saved CPU-only data, by its text or (a name) by what the scope assigns it?"""
     texts = [ast.unparse(expr)]
     if isinstance(expr, ast.Name) and scope is not None:
-        texts += [
-            ast.unparse(n.value)
-            for n in ast.walk(scope)
-            if isinstance(n, ast.Assign)
-            and any(isinstance(t, ast.Name) and t.id == expr.id for t in n.targets)
-        ]
+        texts += [ast.unparse(v) for v in assigned_values(scope, expr.id)]
     return any(CPU_ONLY.search(t) for t in texts)

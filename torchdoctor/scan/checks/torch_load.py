@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 import re
 
-from ..astutil import dotted
+from ..astutil import assigned_values, dotted
 from ..context import DEVICE_VARIABLE, Check, Context
 from ..saved_files import path_argument, path_keys
 
@@ -82,12 +82,7 @@ def _path_exprs(ctx: Context, node: ast.Call) -> list[ast.expr]:
         return []
     out = [path]
     if isinstance(path, ast.Name) and ctx.func is not None:
-        out += [
-            n.value
-            for n in ast.walk(ctx.func.node)
-            if isinstance(n, ast.Assign)
-            and any(isinstance(t, ast.Name) and t.id == path.id for t in n.targets)
-        ]
+        out += assigned_values(ctx.func.node, path.id)
     return out
 
 
@@ -197,12 +192,7 @@ def _constant_text(ctx: Context, expr: ast.expr) -> bool:
         return isinstance(expr.value, str)
     if not isinstance(expr, ast.Name) or ctx.func is None:
         return False
-    values = [
-        n.value
-        for n in ast.walk(ctx.func.node)
-        if isinstance(n, ast.Assign)
-        and any(isinstance(t, ast.Name) and t.id == expr.id for t in n.targets)
-    ]
+    values = assigned_values(ctx.func.node, expr.id)
     args = ctx.func.node.args
     params = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
     return (
