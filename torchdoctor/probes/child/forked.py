@@ -21,7 +21,6 @@ import select
 import signal
 import sys
 import time
-import traceback
 import warnings
 
 
@@ -62,25 +61,23 @@ def _die_with_parent() -> None:
         pass
 
 
-def _payload(fn) -> dict:
+def _payload(fn, error_record) -> dict:
     t0 = time.perf_counter()
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             data = fn()
     except BaseException as exc:  # noqa: BLE001 - the probe reports everything
-        tb = traceback.format_exception(type(exc), exc, exc.__traceback__)
-        return {
-            "error": {"type": type(exc).__name__, "message": str(exc), "traceback": "".join(tb)}
-        }
+        return {"error": error_record(exc)}
     out = {"data": data, "duration_s": time.perf_counter() - t0}
     if caught:
         out["warnings"] = [f"{w.category.__name__}: {w.message}" for w in caught]
     return out
 
 
-def start(fn) -> Forked | None:
-    """Run ``fn()`` in a forked child; None where fork is not safe or fails (run it inline)."""
+def start(fn, error_record) -> Forked | None:
+    """Run ``fn()`` in a forked child; None where fork is not safe or fails (run it inline).
+    ``error_record(exc)`` is the probe's own shape of an error, the same as an inline stage's."""
     if not sys.platform.startswith("linux"):
         return None  # no fork on Windows; macOS frameworks are not fork-safe after import
     try:
@@ -96,7 +93,7 @@ def start(fn) -> Forked | None:
         _die_with_parent()
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, 1)
-        raw = json.dumps(_payload(fn), default=str).encode()
+        raw = json.dumps(_payload(fn, error_record), default=str).encode()
         while raw:
             raw = raw[os.write(w, raw) :]
     finally:

@@ -469,7 +469,7 @@ def main(argv):
         emit({"event": "done"})
         return 0
     # Before anything touches CUDA: the companion imports run beside the stages below.
-    companions = forked.start(companion_facts)
+    companions = forked.start(companion_facts, _error_record)
     build = stage("build", build_facts) or {}
     cuda = None
     if build.get("variant") in ("cuda", "rocm"):
