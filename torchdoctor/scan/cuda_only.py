@@ -17,6 +17,10 @@ from __future__ import annotations
 
 import re
 
+_RANK = r"\s*(?:self\.|args\.|opt\.)?(?:local_)?rank\s*\)"
+# `.cuda(rank)`, `cuda.Stream(local_rank)`, `torch.device("cuda", rank)`
+RANK_GPU = r"(?:\.cuda|cuda\.Stream)\(" + _RANK + r"|device\(\s*['\"]cuda['\"]\s*," + _RANK
+
 # (pattern over the file's text, what it shows). Checked in order; the first hit is the reason.
 MARKERS: tuple[tuple[re.Pattern[str], str], ...] = (
     (
@@ -38,10 +42,7 @@ MARKERS: tuple[tuple[re.Pattern[str], str], ...] = (
     # one process per GPU, each on the GPU of its rank: `.cuda(rank)`, `.cuda(args.local_rank)`,
     # `torch.cuda.Stream(local_rank)` (vits, RVC, MeloTTS trainers; arcface_torch's partial FC)
     (
-        re.compile(
-            r"(?:\.cuda|cuda\.Stream)\(\s*(?:self\.|args\.|opt\.)?(?:local_)?rank\s*\)"
-            r"|device\(\s*['\"]cuda['\"]\s*,\s*(?:self\.|args\.|opt\.)?(?:local_)?rank\s*\)"
-        ),
+        re.compile(RANK_GPU),
         "puts each process on the GPU of its rank",
     ),
 )
@@ -55,8 +56,7 @@ DEVICE_RULES = frozenset([
 ])  # fmt: skip
 QUICK = re.compile(
     r"nccl|bitsandbytes|smdistributed|vllm\.|CUDAExtension|cuda_sources|\.cu[\"']|set_device"
-    r"|(?:\.cuda|cuda\.Stream)\(\s*(?:self\.|args\.|opt\.)?(?:local_)?rank"
-    r"|['\"]cuda['\"]\s*,\s*(?:self\.|args\.|opt\.)?(?:local_)?rank"
+    r"|" + RANK_GPU
 )
 
 
