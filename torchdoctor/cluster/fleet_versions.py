@@ -100,6 +100,12 @@ def _gib(n: Any) -> str | None:
     return f"{n / (1 << 30):.1f} GiB" if isinstance(n, (int, float)) and n > 0 else None
 
 
+def _gpu_identity(record: Record) -> tuple[Any, ...]:
+    """One physical GPU: its UUID where torch gives one, else the host and visible index."""
+    uuid = dig(record, "device.uuid")
+    return (uuid,) if uuid else (record.get("host"), dig(record, "device.index"))
+
+
 def devices_finding(records: list[Record], host_of: dict[int, str]) -> Finding:
     gpus = [r for r in records if dig(r, "device.type") == "cuda"]
     title = "GPUs agree across the fleet"
@@ -111,8 +117,16 @@ def devices_finding(records: list[Record], host_of: dict[int, str]) -> Finding:
     details: dict[str, Any] = {"models": names, "memory": memory}
     if not differing:
         mem = f", {next(iter(memory))} each" if memory else ""
+        # ranks that share a GPU (two on one card, seen on a real H100/H200) count it once
+        shared = len(gpus) - len({_gpu_identity(r) for r in gpus})
+        ranks = f"{len(gpus)} ranks on " if shared else ""
+        count = len(gpus) - shared
         return finding(
-            "fleet.devices", title, "pass", f"{len(gpus)} × {next(iter(names), '?')}{mem}", details
+            "fleet.devices",
+            title,
+            "pass",
+            f"{ranks}{count} × {next(iter(names), '?')}{mem}",
+            details,
         )
     details["ranks"] = sorted({r for g in differing.values() for v in list(g)[1:] for r in g[v]})
     return finding(
