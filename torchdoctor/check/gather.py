@@ -191,7 +191,7 @@ def _gather(opts: GatherOptions, t0: float, watch: _Watch) -> dict[str, Any]:
 
 def _early_extension_search() -> extension_links.Found:
     roots = extension_links.roots_of(sys.path, locate.user_cwd(), [sys.prefix, sys.base_prefix])
-    return extension_links.search(roots)
+    return extension_links.search(roots, extension_links.EARLY_BUDGET_S)
 
 
 def _extension_facts(

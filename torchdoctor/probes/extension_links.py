@@ -38,6 +38,10 @@ DEPTH = 4  # mmdet/ops/dcn/deform_conv_cuda.so below a checkout: four levels
 MAX_ENTRIES = 40_000  # directory entries visited, all roots together
 MAX_LIBRARIES = 2_000  # .so files opened
 BUDGET_S = 2.0
+# The search that runs while the probe child imports torch may take longer: it costs nothing
+# until the import ends. On a recorded H100 the first check after boot read 632 libraries of
+# site-packages cold, 2.2 ms each, and stopped at 2 s with nothing judged.
+EARLY_BUDGET_S = 6.0
 SHOWN = 5  # missing symbols recorded per library
 
 
