@@ -83,6 +83,9 @@ KIND_RULES: dict[str, frozenset[str]] = {
     "device-str-compare": frozenset(),  # no rule of this version targets it
     # Kinds of the eighth corpus (scan_blind8), added before the scan was run on it.
     "cuda-legacy-type": frozenset({"TD001", "TD002", "TD003", "TD304"}),
+    # Kinds of the ninth and tenth corpora, added before the scan was run on them.
+    "device-pick-ignores-config": frozenset({"TD001", "TD002", "TD003", "TD005"}),
+    "grad-scaler-cuda": frozenset({"TD001", "TD002", "TD003"}),
 }
 # Label rows the labeller gave one root cause (method.md): recall is also counted per root.
 ONE_ROOT = {("lllyasviel/Fooocus", "ldm_patched/modules/model_management.py")}
