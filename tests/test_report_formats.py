@@ -63,9 +63,10 @@ SCANNED = "import torch\nx = torch.zeros(3).cuda()\nm = torch.load('a.pt')\n"
 def test_scan_markdown_and_junit_carry_each_finding_with_its_place(tmp_path):
     code = tmp_path / "train.py"
     code.write_text(SCANNED)
-    md = run_cli("scan", str(code), "--format", "markdown", cwd=tmp_path)
-    junit = run_cli("scan", str(code), "--format", "junit", cwd=tmp_path)
-    text = run_cli("scan", str(code), cwd=tmp_path)
+    low = ("--confidence", "low")  # the script's `.cuda()` is `low`: the formats carry it too
+    md = run_cli("scan", str(code), "--format", "markdown", *low, cwd=tmp_path)
+    junit = run_cli("scan", str(code), "--format", "junit", *low, cwd=tmp_path)
+    text = run_cli("scan", str(code), *low, cwd=tmp_path)
     assert md.returncode == junit.returncode == text.returncode == 1
     assert "## torchdoctor scan: 1 error, 2 warnings, 0 notes, 0 silenced" in md.stdout
     assert "| ✗ | [`TD001`](" in md.stdout and "train.py:2:5" in md.stdout

@@ -42,10 +42,11 @@ def test_one_process_per_gpu_on_the_gpu_of_its_rank_is_cuda_only_vits_arcface():
     src = """
     import torch
 
-    def run(rank, hps):
-        net_g = Synthesizer(**hps.model).cuda(rank)
-        x = torch.ones(3).cuda()
-        torch.cuda.synchronize()
+    class Trainer:
+        def run(self, rank, hps):
+            net_g = Synthesizer(**hps.model).cuda(rank)
+            x = torch.ones(3).cuda()
+            torch.cuda.synchronize()
     """
     assert _rules(src) == []
     assert set(_rules(src, "low")) == {"TD001", "TD003"}

@@ -21,16 +21,17 @@ def test_cuda_under_a_true_cpu_flag_is_not_guarded_basicsr_basicvsrpp_cpu_cache(
     src = """
     import torch
 
-    def propagate(self, feats):
-        if self.cpu_cache:
-            feats = feats.cuda()
-        else:
-            other = feats.cuda()
-        if not self.use_cpu:
-            more = feats.cuda()
-        return feats
+    class BasicVSRPlusPlus:
+        def propagate(self, feats):
+            if self.cpu_cache:
+                feats = feats.cuda()
+            else:
+                other = feats.cuda()
+            if not self.use_cpu:
+                more = feats.cuda()
+            return feats
     """
-    assert _lines(src) == [(6, "TD001"), (10, "TD004")]
+    assert _lines(src) == [(7, "TD001"), (11, "TD004")]
 
 
 def test_the_else_of_a_conditional_expression_on_a_cpu_flag_is_guarded_dinov2_eval():

@@ -223,14 +223,14 @@ def test_td402_quiet_in_the_epoch_loop():
 def test_dist_package_is_scanned_but_build_output_is_not(tmp_path):
     for d in ("dist", "build", "mypkg/dist"):
         (tmp_path / d).mkdir(parents=True)
-        (tmp_path / d / "m.py").write_text("import torch\nx = t.cuda()\n")
+        (tmp_path / d / "m.py").write_text("import torch\nsd = torch.load(p)\n")
     (tmp_path / "mypkg" / "dist" / "__init__.py").write_text("")
     result = scan_paths([str(tmp_path)], jobs=1)
     assert {os.path.relpath(f.path, tmp_path) for f in result.findings} == {"mypkg/dist/m.py"}
 
 
 def test_sarif_columns_are_code_points(tmp_path):
-    (tmp_path / "e.py").write_text('s = "😀😀"; q = t.cuda()\n', encoding="utf-8")
+    (tmp_path / "e.py").write_text('s = "😀😀"; q = torch.load(p)\n', encoding="utf-8")
     doc = json.loads(run_cli("scan", str(tmp_path), "--format", "sarif").stdout)
     run = doc["runs"][0]
     assert run["columnKind"] == "unicodeCodePoints"

@@ -36,6 +36,9 @@ from .positions import NEWLINE, SourcePositions
 from .project import FileSummary
 from .scopes import Class, Func, Loop
 
+# A file that runs itself: `if __name__ == "__main__":` at the top level.
+MAIN = re.compile(r"""^if\s+__name__\s*==\s*['"]__main__['"]""", re.M)
+
 __all__ = [
     "DEVICE_VARIABLE",
     "NEWLINE",
@@ -100,6 +103,17 @@ class Context(SourcePositions, Bindings, DeviceGuards, CallSites, ast.NodeVisito
         if reason is None:
             return confidence, why
         return lower(confidence, "low"), str(reason)
+
+    @property
+    def in_class(self) -> bool:
+        """Inside a class: its body, or a method (or a function nested in one)."""
+        return bool(self.classes) or any(f.cls is not None for f in self.funcs)
+
+    @property
+    def is_script(self) -> bool:
+        """A script (it runs itself under `if __name__ == "__main__":`): code its author runs,
+        not an API for users."""
+        return "__main__" in self.text and bool(MAIN.search(self.text))
 
     @property
     def module(self) -> ast.Module:

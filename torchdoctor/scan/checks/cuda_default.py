@@ -9,13 +9,10 @@ who will call it without (`medium`); a private one nobody calls is `low`."""
 from __future__ import annotations
 
 import ast
-import re
 
 from ..astutil import dotted
 from ..context import Check, Context
 from .device_string import CUDA_STRING
-
-MAIN = re.compile(r"""^if\s+__name__\s*==\s*['"]__main__['"]""", re.M)
 
 
 def _defaults(node: ast.FunctionDef | ast.AsyncFunctionDef):
@@ -46,11 +43,6 @@ def cuda_default(default: ast.expr) -> str | None:
     return None
 
 
-def _script(ctx: Context) -> bool:
-    """A script (it runs itself under `if __name__ == "__main__":`): not an API for users."""
-    return "__main__" in ctx.text and bool(MAIN.search(ctx.text))
-
-
 def on_def(ctx: Context, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
     header = ctx.lines[node.lineno - 1 : node.body[0].lineno]
     if not any("cuda" in line for line in header) or ctx.guard:
@@ -65,7 +57,7 @@ def on_def(ctx: Context, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         if value is None:
             continue
         at = index - 1 if method and index >= 0 else index  # callers do not pass self
-        private = name.startswith("_") or _script(ctx)
+        private = name.startswith("_") or ctx.is_script
         ctx.report(
             "TD005",
             default,
