@@ -76,3 +76,31 @@ def test_cuda_in_a_script_that_falls_back_to_the_cpu_stays_shown_stable_diffusio
         main()
     """
     assert _confidences(src, "TD001") == [(6, "medium")]
+
+
+def test_gpu_checkpoint_load_in_a_script_with_no_cpu_path_is_low_act_waveglow():
+    """act's imitate_episodes.py and waveglow's inference.py `torch.load` a checkpoint with no
+    map_location in code that has no CPU path: the load fails only on a machine the script is
+    not written for (sets 9 and 10: act, waveglow, openvla, XMem, 9 lookalikes)."""
+    src = """
+    import torch
+
+    def eval_bc(ckpt_path):
+        policy.load_state_dict(torch.load(ckpt_path))
+    """
+    assert _confidences(src, "TD101") == [(5, "low")]
+
+
+def test_gpu_checkpoint_load_in_a_file_with_a_cpu_fallback_stays_high_sfujim_td3():
+    """sfujim/TD3's TD3.py picks `cuda if available else cpu`, saves its GPU actor, and loads it
+    back with a bare `torch.load`: a crash on the CPU-only machine the file itself supports."""
+    src = """
+    import torch
+
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+    class TD3:
+        def load(self, filename):
+            self.actor.load_state_dict(torch.load(filename + "_actor"))
+    """
+    assert _confidences(src, "TD101") == [(8, "high")]

@@ -13,6 +13,8 @@ from .conftest import REPORT_SCHEMA, run_cli
 BAD = """import torch
 from torch import nn
 
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+
 
 class Loader:
     def load(self, path):
@@ -20,6 +22,8 @@ class Loader:
         sd = torch.load(path)
         return model, sd
 """
+# the script picks the CPU without CUDA: a GPU-saved file's load is shown there (TD101)
+FALLBACK = 'map_device = "cuda" if torch.cuda.is_available() else "cpu"'
 GOOD = """import torch
 
 device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -43,7 +47,7 @@ def test_text_report_groups_by_file_and_fails(project):
     r = run_cli("scan", str(project))
     assert r.returncode == 1, r.stderr
     out = r.stdout
-    assert "pkg/bad.py" in out and "7:17" in out and "TD001" in out and "TD101" in out
+    assert "pkg/bad.py" in out and "9:17" in out and "TD001" in out and "TD101" in out
     assert "good.py" not in out.split("could not scan")[0]
     assert "broken.py:1: syntax error" in out
     assert "latin.py" in out and "cannot decode" in out
@@ -99,15 +103,14 @@ def test_schema_is_the_official_one():
 
 def test_diff_shows_and_fix_writes(tmp_path):
     src = tmp_path / "train.py"
-    src.write_text("import torch\n\nnet.load_state_dict(torch.load('m.pt'))\n")
+    old = f"import torch\n\n{FALLBACK}\nnet.load_state_dict(torch.load('m.pt'))\n"
+    src.write_text(old)
     r = run_cli("scan", str(src), "--diff")
     assert (
         "+net.load_state_dict(torch.load('m.pt', map_location=\"cpu\", weights_only=True))"
         in r.stdout
     )
-    assert (
-        src.read_text() == "import torch\n\nnet.load_state_dict(torch.load('m.pt'))\n"
-    )  # --diff writes nothing
+    assert src.read_text() == old  # --diff writes nothing
     r = run_cli("scan", str(src), "--fix")
     assert r.returncode == 0, r.stdout
     assert 'map_location="cpu", weights_only=True' in src.read_text()

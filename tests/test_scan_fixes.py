@@ -90,7 +90,7 @@ def test_device_bound_before_is_used():
 # ---------------------------------------------------------------- 2: duplicates, compile()
 def test_a_file_named_twice_is_scanned_and_fixed_once(tmp_path):
     f = tmp_path / "dup.py"
-    f.write_text('import torch\nnet.load_state_dict(torch.load("a"))\n')
+    f.write_text(BAD)
     result = scan_paths([str(tmp_path), str(f), str(f)], jobs=1)
     assert result.files_scanned == 1 and len(result.findings) == 2
     r = run_cli("scan", str(tmp_path), str(f), "--fix")
@@ -246,14 +246,15 @@ def test_map_location_cpu_is_only_applied_where_it_changes_nothing(tmp_path):
     src = tmp_path / "train.py"
     src.write_text(
         "import torch\n"
+        'map_device = "cuda" if torch.cuda.is_available() else "cpu"\n'
         "model = torch.load('model.pt')\n"
         "net.load_state_dict(torch.load('weights.pt'))\n"
     )
     result = scan_paths([str(src)], ScanOptions(), 1)
     td101 = {f.line: f for f in result.findings if f.rule == "TD101"}
-    assert set(td101) == {2, 3}
-    assert td101[2].edit is None
-    assert td101[3].edit is not None
+    assert set(td101) == {3, 4}
+    assert td101[3].edit is None
+    assert td101[4].edit is not None
 
 
 # ---------------------------------------------------------------- the --fix corpus
@@ -385,7 +386,10 @@ def test_a_file_libcst_cannot_parse_is_reported_not_an_error():
 
 
 # ---------------------------------------------------------------- --diff, modes, owners, links
-BAD = 'import torch\nnet.load_state_dict(torch.load("a"))\n'
+# a script that falls back to the CPU: TD101 is shown there (not only with --confidence low)
+BAD = 'import torch\nmap_device = "cuda" if torch.cuda.is_available() else "cpu"\n' + (
+    'net.load_state_dict(torch.load("a"))\n'
+)
 
 
 @pytest.mark.parametrize("flags", [["--diff"], ["--fix", "--diff"]])

@@ -32,6 +32,7 @@ import torch
 {imp}
 
 def main(args):
+    device = "cuda" if torch.cuda.is_available() else "cpu"
     ckpt = torch.load(args.ckpt)
     g = Generator().cuda()
 """

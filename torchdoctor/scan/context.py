@@ -38,6 +38,12 @@ from .scopes import Class, Func, Loop
 
 # A file that runs itself: `if __name__ == "__main__":` at the top level.
 MAIN = re.compile(r"""^if\s+__name__\s*==\s*['"]__main__['"]""", re.M)
+# The file picks the CPU where CUDA is absent: `… if torch.cuda.is_available() else "cpu"`,
+# `if not torch.cuda.is_available():`.
+CPU_FALLBACK = re.compile(
+    r"""else\s+(?:torch\.device\(\s*)?["']cpu["']|is_available\(\)\s*else\s"""
+    r"|if\s+not\s+torch\.cuda\.is_available\(\)"
+)
 
 __all__ = [
     "DEVICE_VARIABLE",
@@ -108,6 +114,14 @@ class Context(SourcePositions, Bindings, DeviceGuards, CallSites, ast.NodeVisito
     def in_class(self) -> bool:
         """Inside a class: its body, or a method (or a function nested in one)."""
         return bool(self.classes) or any(f.cls is not None for f in self.funcs)
+
+    @property
+    def falls_back_to_cpu(self) -> bool:
+        """Does the file itself pick the CPU where CUDA is absent? Then it is meant to run on
+        machines without CUDA, and what fails there is a pitfall of this file."""
+        if "cpu_fallback" not in self.memo:
+            self.memo["cpu_fallback"] = bool(CPU_FALLBACK.search(self.text))
+        return bool(self.memo["cpu_fallback"])
 
     @property
     def is_script(self) -> bool:

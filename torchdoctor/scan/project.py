@@ -207,7 +207,7 @@ def resolve(findings: list[Finding], project: Project) -> list[Finding]:
     out = []
     for f in findings:
         decided = _decide(f, project) if f.needs else f
-        if decided is not None and decided.confidence != "low":
+        if decided is not None:  # a project-wide reason is said even for a finding already low
             decided = _lowered(decided, project)
         if decided is not None:
             out.append(decided)

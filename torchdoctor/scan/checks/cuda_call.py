@@ -11,12 +11,6 @@ from ..model import Edit
 
 # Tensor.cuda(device=None, non_blocking=False, memory_format=…); Module.cuda(device=None).
 CUDA_KEYWORDS = frozenset(["device", "non_blocking", "memory_format"])
-# The file picks the CPU where CUDA is absent: `… if torch.cuda.is_available() else "cpu"`,
-# `if not torch.cuda.is_available():`.
-CPU_FALLBACK = re.compile(
-    r"""else\s+(?:torch\.device\(\s*)?["']cpu["']|is_available\(\)\s*else\s"""
-    r"|if\s+not\s+torch\.cuda\.is_available\(\)"
-)
 # What a device index argument is usually called: `x.cuda(args.gpu)`, `.cuda(local_rank)`.
 DEVICE_ARG = re.compile(r"dev|gpu|rank|cuda|id$|idx|index|^i$|^d$", re.I)
 
@@ -77,9 +71,7 @@ def _script_code(ctx: Context) -> dict[str, str]:
     5 of 134 in the others."""
     if ctx.in_class and not ctx.is_script:
         return {}
-    if "cpu_fallback" not in ctx.memo:
-        ctx.memo["cpu_fallback"] = bool(CPU_FALLBACK.search(ctx.text))
-    if ctx.memo["cpu_fallback"]:
+    if ctx.falls_back_to_cpu:
         return {"confidence": "medium"}
     where = "a script (it runs itself)" if ctx.is_script else "a function outside any class"
     return {
