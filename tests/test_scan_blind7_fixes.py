@@ -41,8 +41,9 @@ def test_the_else_of_a_conditional_expression_on_a_cpu_flag_is_guarded_dinov2_ev
     src = """
     import torch
 
-    def gather(gather_on_cpu=False):
-        return torch.device("cpu") if gather_on_cpu else torch.device("cuda")
+    class Gatherer:
+        def gather(self, gather_on_cpu=False):
+            return torch.device("cpu") if gather_on_cpu else torch.device("cuda")
     """
     assert _lines(src) == []
-    assert _lines(src.replace("if gather_on_cpu else", "if flag else")) == [(5, "TD002")]
+    assert _lines(src.replace("if gather_on_cpu else", "if flag else")) == [(6, "TD002")]

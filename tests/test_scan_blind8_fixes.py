@@ -19,11 +19,12 @@ def test_torch_device_cuda_rank_is_one_process_per_gpu_stylegan3_training_loop()
     src = """
     import torch
 
-    def training_loop(rank=0):
-        device = torch.device('cuda', rank)
-        start = torch.cuda.Event(enable_timing=True)
-        start.record(torch.cuda.current_stream(device))
-        torch.cuda.reset_peak_memory_stats()
+    class TrainingLoop:
+        def run(self, rank=0):
+            device = torch.device('cuda', rank)
+            start = torch.cuda.Event(enable_timing=True)
+            start.record(torch.cuda.current_stream(device))
+            torch.cuda.reset_peak_memory_stats()
     """
     found = _found(src)
     assert found and {c for _, c in found} == {"low"}

@@ -104,3 +104,34 @@ def test_gpu_checkpoint_load_in_a_file_with_a_cpu_fallback_stays_high_sfujim_td3
             self.actor.load_state_dict(torch.load(filename + "_actor"))
     """
     assert _confidences(src, "TD101") == [(8, "high")]
+
+
+def test_cuda_string_and_cuda_calls_in_a_training_script_are_low_styletts2_dinov2_eval():
+    """yl4579/StyleTTS2's train_second.py (`.to('cuda')`, seventh corpus) and DINOv2's eval
+    scripts (`torch.cuda.current_device()`, sixth): labelled blind, 3 of 136 hard-coded "cuda"
+    strings and 1 of 186 `torch.cuda.*` calls were pitfalls; the same lines in a library class
+    keep their confidence."""
+    script = """
+    import torch
+
+    def main(config):
+        mask = length_to_mask(lengths).to('cuda')
+        device = torch.cuda.current_device()
+
+    if __name__ == "__main__":
+        main(parse())
+    """
+    library = """
+    import torch
+
+    class Trainer:
+        def step(self, lengths):
+            mask = length_to_mask(lengths).to('cuda')
+            device = torch.cuda.current_device()
+    """
+    for src, confidence in ((script, "low"), (library, "high")):
+        found, _ = scan_source("m.py", textwrap.dedent(src), ScanOptions(), None)
+        assert sorted((f.rule, f.confidence) for f in found) == [
+            ("TD002", confidence),
+            ("TD003", confidence),
+        ]

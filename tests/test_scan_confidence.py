@@ -152,11 +152,14 @@ def test_fooocus_cuda_probe_inside_try_with_a_catching_handler_is_low(handler):
 def test_cuda_probe_inside_try_that_catches_only_value_error_stays_high():
     src = """
     import torch
-    try:
-        name = torch.cuda.get_device_name()
-    except ValueError:
-        name = "?"
-    name2 = torch.cuda.get_device_name()
+
+    class Probe:
+        def names(self):
+            try:
+                name = torch.cuda.get_device_name()
+            except ValueError:
+                name = "?"
+            return name, torch.cuda.get_device_name()
     """
     assert found(src) == [("TD003", "high"), ("TD003", "high")]
 

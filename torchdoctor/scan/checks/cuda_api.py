@@ -44,8 +44,11 @@ def on_call(ctx: Context, node: ast.Call) -> None:
         node,
         f"`torch.cuda.{fn}()` raises where CUDA is absent (CPU-only torch, Macs)",
         "call it only under `if torch.cuda.is_available():` (or use torch.accelerator)",
-        confidence="low" if caught else "high",
-        why=caught,
+        **(
+            {"confidence": "low", "why": caught}
+            if caught
+            else ctx.written_for_its_machine(f"`torch.cuda.{fn}()`")
+        ),
     )
 
 

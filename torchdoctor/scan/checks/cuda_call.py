@@ -57,27 +57,8 @@ def on_call(ctx: Context, node: ast.Call) -> None:
         "`.cuda()` crashes where CUDA is absent (CPU machines, Macs)",
         ".to(device) with one device chosen at start-up",
         edit,
-        **_script_code(ctx),
+        **ctx.written_for_its_machine("`.cuda()`"),
     )
-
-
-def _script_code(ctx: Context) -> dict[str, str]:
-    """`.cuda()` in a method of a library's class keeps `high`: users import the class and run
-    it on their own machines. In a script, or a function outside any class, it is the author's
-    code for the machine they wrote it for, and `low`, unless the file itself falls back to the
-    CPU elsewhere (then this line ignores the file's own choice). Of 190 `.cuda()` lines labelled
-    blind in ten public corpora (benchmarks/scan_blind*), 30 of 50 in library classes were
-    pitfalls their maintainers would change; elsewhere 4 of 6 in files with a CPU fallback and
-    5 of 134 in the others."""
-    if ctx.in_class and not ctx.is_script:
-        return {}
-    if ctx.falls_back_to_cpu:
-        return {"confidence": "medium"}
-    where = "a script (it runs itself)" if ctx.is_script else "a function outside any class"
-    return {
-        "confidence": "low",
-        "why": f"`.cuda()` in {where}: code its author runs on the machine it was written for",
-    }
 
 
 CHECK = Check(rules=("TD001",), words=("cuda",), calls=frozenset(["cuda"]), on_call=on_call)

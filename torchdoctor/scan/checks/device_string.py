@@ -56,6 +56,7 @@ def on_call(ctx: Context, node: ast.Call) -> None:
             "pass a device variable chosen once "
             "(torch.device('cuda' if torch.cuda.is_available() else 'cpu'))",
             ctx.replace(c, DEVICE_VARIABLE) if fixable else None,
+            **ctx.written_for_its_machine(f'"{c.value}"'),
         )
 
 
