@@ -135,3 +135,23 @@ def test_cuda_string_and_cuda_calls_in_a_training_script_are_low_styletts2_dinov
             ("TD002", confidence),
             ("TD003", confidence),
         ]
+
+
+def test_a_scripts_cuda_default_is_low_even_when_its_main_leaves_it_out_descript_audio_codec():
+    """descriptinc/descript-audio-codec's dac/utils/decode.py: `def decode(..., device="cuda")`
+    run by its own `__main__` without the argument: the CLI's default device, the machine its
+    author runs it on (a lookalike by the eighth set's precedent for CUDA CLI defaults). The
+    same script with a CPU fallback of its own keeps the finding."""
+    src = """
+    import torch
+
+    def decode(input: str, output: str = "", device: str = "cuda"):
+        generator = load_model().to(device)
+
+    if __name__ == "__main__":
+        decode("in.dac")
+    """
+    assert _confidences(src, "TD005") == [(4, "low")]
+    fallback = '    OTHER = "cuda" if torch.cuda.is_available() else "cpu"\n'
+    with_fallback = src.replace("    import torch\n", "    import torch\n" + fallback)
+    assert _confidences(with_fallback, "TD005") == [(5, "high")]

@@ -11,10 +11,11 @@ needs:
   project picks one, lowered to `low` otherwise.
 - ("saved", key, …): a `torch.load` of a file; dropped when the project itself writes a file of
   that key from CPU-only data (RNG or scheduler state, a dataset cache).
-- ("callers", name, param, index, "public"|"private"): a `param="cuda"` default of `name`;
-  dropped when every call of `name` in the project passes `param` (by keyword, or by position
-  `index`), `high` when some call leaves it out, else as reported (public) or `low` (private:
-  an `_name`, or a function of a script).
+- ("callers", name, param, index, "public"|"private"|"script"): a `param="cuda"` default of
+  `name`; dropped when every call of `name` in the project passes `param` (by keyword, or by
+  position `index`), `high` when some call leaves it out, else as reported (public) or `low`
+  (private: an `_name`, or a function of a script). A script with no CPU fallback of its own
+  stays `low` even when called without it: its default is its author's machine.
 """
 
 from __future__ import annotations
@@ -335,10 +336,13 @@ def _decide(f: Finding, project: Project) -> Finding | None:
         if left_out:
             c = left_out[0]
             why = f"called without {param}= at {c.path}:{c.line}"
+            if args[3:4] == ["script"]:
+                why += ", in a script with no CPU fallback: the machine its author runs it on"
+                return replace(f, confidence="low", grounds=why)
             return replace(f, confidence="high", grounds=why)
         if calls:
             return None  # every caller in the project chooses the device
-        if name.startswith("_") or args[3:4] == ["private"]:
+        if name.startswith("_") or args[3:4] in (["private"], ["script"]):
             why = "a private function (or one of a script) no scanned file calls"
             return replace(f, confidence=lower(f.confidence, "low"), grounds=why)
         return f
