@@ -155,3 +155,57 @@ def test_a_scripts_cuda_default_is_low_even_when_its_main_leaves_it_out_descript
     fallback = '    OTHER = "cuda" if torch.cuda.is_available() else "cpu"\n'
     with_fallback = src.replace("    import torch\n", "    import torch\n" + fallback)
     assert _confidences(with_fallback, "TD005") == [(5, "high")]
+
+
+def _td402(src: str) -> list[tuple[int, str]]:
+    found, _ = scan_source("train.py", textwrap.dedent(src), ScanOptions(confidence="low"), None)
+    return [(f.line, f.confidence) for f in found if f.rule == "TD402"]
+
+
+def test_a_synchronize_every_n_iterations_is_not_per_step_dinov2_linear_eval():
+    """DINOv2's eval/linear.py (sixth corpus) syncs under `if iteration % 10 == 0:` and before
+    a periodic checkpoint: once every N steps, not every iteration. An unconditional one is."""
+    src = """
+    import torch
+
+    for iteration, (data, labels) in enumerate(loader):
+        loss = criterion(model(data), labels)
+        loss.backward()
+        optimizer.step()
+        if iteration % 10 == 0:
+            torch.cuda.synchronize()
+            logger.update(loss=loss.item())
+        torch.cuda.synchronize()
+    """
+    assert _td402(src) == [(11, "medium")]
+
+
+def test_item_in_a_validation_loop_run_every_n_steps_is_not_flagged_hifi_gan():
+    """jik876/hifi-gan's train.py (seventh corpus): `val_err_tot += loss.item()` in the
+    validation loop that runs under `if steps % a.validation_interval == 0:`."""
+    src = """
+    for epoch in range(epochs):
+        for i, batch in enumerate(train_loader):
+            loss_gen_all.backward()
+            optim_g.step()
+            if steps % validation_interval == 0:
+                for j, batch in enumerate(validation_loader):
+                    val_err_tot += F.l1_loss(y_mel, y_g_hat_mel).item()
+    """
+    assert _td402(src) == []
+
+
+def test_an_item_that_sizes_host_work_is_low_styletts2_per_utterance_loop():
+    """yl4579/StyleTTS2's train_second.py: `mel_length = int(mel_input_length[bib].item() / 2)`
+    in a per-utterance loop inside the step, then used to slice: the host needs the number.
+    The same loop summing the values (vits' clip_grad_value_ pattern) stays high."""
+    src = """
+    for epoch in range(epochs):
+        for i, batch in enumerate(train_loader):
+            loss.backward()
+            optimizer.step()
+            for bib in range(len(mel_input_length)):
+                mel_length = int(mel_input_length[bib].item() / 2)
+                total += mel_input_length[bib].item()
+    """
+    assert _td402(src) == [(7, "low"), (8, "high")]

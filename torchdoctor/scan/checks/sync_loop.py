@@ -120,6 +120,17 @@ def _derived(scope: ast.AST, name: str) -> set[str]:
     return out
 
 
+def _host_number(loop: Loop, node: ast.Call) -> bool:
+    """`int(lengths[i].item() / 2)`: a Python int that sizes or slices what comes next
+    (StyleTTS2's per-utterance loop, seventh blind corpus); the host needs it, so the sync is
+    the point."""
+    stmt = _statement_of(loop.node, node)
+    return stmt is not None and any(
+        isinstance(sub, ast.Call) and dotted(sub.func) == "int" and _holds(sub, node)
+        for sub in ast.walk(stmt)
+    )
+
+
 def _item_confidence(ctx: Context, node: ast.Call) -> tuple[str, str] | None:
     """(confidence, grounds) of an `.item()` sync, or None when it is not per step."""
     loops = ctx.loops
@@ -128,10 +139,13 @@ def _item_confidence(ctx: Context, node: ast.Call) -> tuple[str, str] | None:
         return None  # under an `if` in the loop: every N steps
     if inner.kind()[0]:
         training: Loop = inner
-    elif any(outer.kind()[0] for outer in loops[:-1]):
-        return "high", "a sync on every iteration of a loop inside the training step"
     else:
-        return None
+        outer = next((o for o in reversed(loops[:-1]) if o.kind()[0]), None)
+        if outer is None or inner.if_depth != outer.if_depth:
+            return None  # no training loop, or the inner loop runs every N steps (validation)
+        if _host_number(inner, node):
+            return "low", "the value sizes or indexes work on the host: a sync it needs"
+        return "high", "a sync on every iteration of a loop inside the training step"
     stmt = _statement_of(training.node, node)
     if stmt is None:
         return None
@@ -149,6 +163,8 @@ def on_call(ctx: Context, node: ast.Call) -> None:
         return
     loop = ctx.loops[-1]
     if node.func.attr == "synchronize":
+        if ctx.if_depth != loop.if_depth:
+            return  # under an `if` in the loop: every N steps (DINOv2's logging and checkpoints)
         if ctx.torch_call(node) == "cuda.synchronize" and not loop.kind()[1]:
             ctx.report(
                 "TD402",
