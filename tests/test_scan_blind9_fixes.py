@@ -209,3 +209,25 @@ def test_an_item_that_sizes_host_work_is_low_styletts2_per_utterance_loop():
                 total += mel_input_length[bib].item()
     """
     assert _td402(src) == [(7, "low"), (8, "high")]
+
+
+def test_numpy_of_an_argmax_or_a_batch_label_needs_no_detach_openvla_action_accuracy():
+    """openvla's base_strategy.py and finetune.py (tenth corpus): `action_preds[mask].cpu()
+    .numpy()` where `action_preds = logits.argmax(dim=2)` and `action_gt = batch["labels"]…`:
+    integer tensors never require grad. A model's float output still does."""
+    src = """
+    import torch
+
+    def training_step(batch):
+        output = vla(batch["input_ids"])
+        output.loss.backward()
+        action_preds = output.logits.argmax(dim=2)
+        action_gt = batch["labels"][:, 1:].to(action_preds.device)
+        mask = action_gt > begin
+        a = decode(action_preds[mask].cpu().numpy())
+        b = decode(action_gt[mask].cpu().numpy())
+        c = mask.cpu().numpy()
+        actions = vla.predict_action(batch["pixel_values"])
+        d = actions.cpu().numpy()
+    """
+    assert _confidences(src, "TD401") == [(14, "medium")]

@@ -9,6 +9,11 @@ import re
 from ..astutil import chain, own_nodes
 from ..context import Check, Context
 
+# Results that never require grad: integer or boolean tensors (indices, comparisons).
+NO_GRAD_RESULT = frozenset([
+    "argmax", "argmin", "argsort", "long", "int", "bool", "nonzero", "eq", "ne", "gt", "lt",
+    "ge", "le", "isnan", "isfinite",
+])  # fmt: skip
 DTYPE_WORD = re.compile(r"float|half|int|long|bool|double|dtype|complex|bfloat", re.I)
 
 
@@ -26,6 +31,39 @@ def _grad_visible(ctx: Context, receiver: ast.expr, names: list[str], root: ast.
         and not _reads_attribute(receiver)
         and f.trains()
         and f.from_call(root.id)
+        and not _without_grad(ctx, root.id, receiver.lineno)
+    )
+
+
+def _without_grad(ctx: Context, name: str, line: int) -> bool:
+    """Is `name`, as last assigned before `line`, a tensor that cannot require grad: an index
+    or comparison result (`preds = logits.argmax(dim=2)`, `mask = gt > begin`), or a label
+    read from the batch (`gt = batch["labels"][:, 1:].to(preds.device)`)? openvla's action
+    accuracy, tenth blind corpus: six `.cpu().numpy()` of such tensors."""
+    last = None
+    for lineno, target, value in _assignments(ctx):
+        if lineno >= line:
+            break
+        if target == name:
+            last = value
+    if last is None:
+        return False
+    if isinstance(last, (ast.Compare, ast.BoolOp)):
+        return True
+    names, root = chain(last)
+    if NO_GRAD_RESULT & set(names):
+        return True
+    first = last
+    while isinstance(first, (ast.Call, ast.Attribute)) or (
+        isinstance(first, ast.Subscript) and isinstance(first.value, ast.Subscript)
+    ):
+        first = first.func if isinstance(first, ast.Call) else first.value
+    return (
+        isinstance(first, ast.Subscript)
+        and isinstance(root, ast.Name)
+        and root.id in ("batch", "sample")
+        and isinstance(first.slice, ast.Constant)
+        and first.slice.value in ("labels", "label", "target", "targets")
     )
 
 
