@@ -90,6 +90,9 @@ KIND_RULES: dict[str, frozenset[str]] = {
     "hub-load-without-weights-only": frozenset({"TD102"}),
     "map-location-rejects-device": frozenset(),  # no rule of this version targets these two
     "fused-optimizer-device": frozenset(),
+    # Kinds of the twelfth corpus, added before the scan was run on it.
+    "library-sparse-on-mps": frozenset({"TD602"}),
+    "wrong-device-restore": frozenset(),  # no rule of this version targets it
 }
 # Label rows the labeller gave one root cause (method.md): recall is also counted per root.
 ONE_ROOT = {("lllyasviel/Fooocus", "ldm_patched/modules/model_management.py")}
