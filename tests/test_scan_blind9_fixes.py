@@ -231,3 +231,35 @@ def test_numpy_of_an_argmax_or_a_batch_label_needs_no_detach_openvla_action_accu
         d = actions.cpu().numpy()
     """
     assert _confidences(src, "TD401") == [(14, "medium")]
+
+
+def test_losses_summed_each_step_and_returned_are_shown_by_the_caller_ppo_litgpt():
+    """ikostrikov/pytorch-a2c-ppo-acktr-gail's ppo.py sums `value_loss.item()` every minibatch
+    and returns the mean for main.py to print; litgpt's lora.py sums token counts into a dict it
+    logs (twelfth corpus, 8 of its 10 false findings). Summed and never shown stays medium."""
+    returned = """
+    def update(self, rollouts):
+        value_loss_epoch = 0
+        for e in range(self.ppo_epoch):
+            for sample in generator:
+                value_loss = compute(sample)
+                value_loss.backward()
+                self.optimizer.step()
+                value_loss_epoch += value_loss.item()
+        return value_loss_epoch / num_updates
+    """
+    assert _td402(returned) == [(9, "low")]
+    logged = """
+    def fit(fabric, model):
+        token_counts = {"raw_tokens": 0}
+        for batch in loader:
+            loss = model(batch)
+            loss.backward()
+            optimizer.step()
+            token_counts["raw_tokens"] += batch["token_counts"].sum().item()
+            metrics = {"tokens": token_counts["raw_tokens"]}
+        fabric.log_dict(metrics)
+    """
+    assert _td402(logged) == [(8, "low")]
+    kept = returned.replace("return value_loss_epoch / num_updates", "self.total = 0")
+    assert _td402(kept) == [(9, "medium")]

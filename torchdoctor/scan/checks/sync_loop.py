@@ -67,7 +67,9 @@ def _accumulated(stmt: ast.stmt, node: ast.Call) -> bool:
 def _accumulator(stmt: ast.stmt, node: ast.Call) -> str:
     """The name a value is summed or collected into: `total += …`, `xs.append(…)`."""
     if isinstance(stmt, ast.AugAssign):
-        return dotted(stmt.target)
+        target = stmt.target
+        # `token_counts["raw"] += …`: the dict is what is shown or returned (litgpt)
+        return dotted(target.value if isinstance(target, ast.Subscript) else target)
     for sub in ast.walk(stmt):
         if isinstance(sub, ast.Call) and call_name(sub) in ACCUMULATE and _holds(sub, node):
             return dotted(getattr(sub.func, "value", sub.func))
@@ -76,7 +78,8 @@ def _accumulator(stmt: ast.stmt, node: ast.Call) -> str:
 
 def _shown_later(ctx: Context, stmt: ast.stmt, node: ast.Call) -> bool:
     """Is the accumulator shown somewhere in the function (at module level: the outermost
-    loop), e.g. `writer.add_scalar("clipfrac", np.mean(clipfracs))` after the epoch?"""
+    loop), e.g. `writer.add_scalar("clipfrac", np.mean(clipfracs))` after the epoch, or
+    returned for the caller to show (PPO's `return value_loss_epoch, …`, twelfth corpus)?"""
     name = _accumulator(stmt, node)
     if not name:
         return False
@@ -85,6 +88,10 @@ def _shown_later(ctx: Context, stmt: ast.stmt, node: ast.Call) -> bool:
     if _formatted(scope, names):
         return True
     for sub in ast.walk(scope):
+        if isinstance(sub, ast.Return) and sub.value is not None:
+            used = {dotted(n) for n in ast.walk(sub.value) if isinstance(n, ast.Name)}
+            if names & used:
+                return True
         if isinstance(sub, ast.Call) and SHOWING.match(call_name(sub)) and not _holds(stmt, sub):
             used = {dotted(n) for n in ast.walk(sub) if isinstance(n, (ast.Name, ast.Attribute))}
             if names & used:
