@@ -93,6 +93,8 @@ KIND_RULES: dict[str, frozenset[str]] = {
     # Kinds of the twelfth corpus, added before the scan was run on it.
     "library-sparse-on-mps": frozenset({"TD602"}),
     "wrong-device-restore": frozenset(),  # no rule of this version targets it
+    # Kinds of the fourteenth corpus, added before the scan was run on it.
+    "host-tensor-from-device-scalars": frozenset({"TD402"}),
 }
 # Label rows the labeller gave one root cause (method.md): recall is also counted per root.
 ONE_ROOT = {("lllyasviel/Fooocus", "ldm_patched/modules/model_management.py")}
