@@ -263,3 +263,21 @@ def test_losses_summed_each_step_and_returned_are_shown_by_the_caller_ppo_litgpt
     assert _td402(logged) == [(8, "low")]
     kept = returned.replace("return value_loss_epoch / num_updates", "self.total = 0")
     assert _td402(kept) == [(9, "medium")]
+
+
+def test_gpu_checkpoint_load_in_device_parameterised_code_is_shown_sfujim_bcq():
+    """sfujim/BCQ's DDPG.py (thirteenth corpus, scored blind: six crashes missed): the agent
+    takes its device from main.py, which falls back to the CPU, and loads its saved networks
+    with a bare `torch.load`. The file itself has no fallback, but code that runs on whatever
+    device it is given is meant to run on the CPU too."""
+    src = """
+    import torch
+
+    class DDPG(object):
+        def __init__(self, state_dim, action_dim, max_action, device):
+            self.actor = Actor(state_dim, action_dim, max_action).to(device)
+
+        def load(self, filename):
+            self.critic.load_state_dict(torch.load(filename + "_critic"))
+    """
+    assert _confidences(src, "TD101") == [(9, "medium")]
