@@ -281,3 +281,20 @@ def test_gpu_checkpoint_load_in_device_parameterised_code_is_shown_sfujim_bcq():
             self.critic.load_state_dict(torch.load(filename + "_critic"))
     """
     assert _confidences(src, "TD101") == [(9, "medium")]
+
+
+def test_a_training_function_that_saves_and_meets_the_ranks_still_loads_unsafely_yolov7():
+    """WongKinYiu/yolov7's train() (thirteenth corpus, scored blind: four TD102 missed) saves
+    checkpoints and waits at a barrier, like sam2's gather helpers whose loads read what the
+    job's own ranks just wrote; but it trains, and what it loads is the user's --weights."""
+    src = """
+    import torch
+    import torch.distributed as dist
+
+    def train(hyp, opt, device):
+        ckpt = torch.load(opt.weights, map_location=device)
+        loss.backward()
+        dist.barrier()
+        torch.save(ckpt, last)
+    """
+    assert _confidences(src, "TD102") == [(6, "high")]

@@ -66,8 +66,8 @@ def _exchanged(ctx: Context) -> bool:
     own processes serialised a moment ago (sam2's training/utils/distributed.py gathers any
     picklable object that way, through a BytesIO or a shared folder; fifth blind corpus)."""
     f = ctx.func
-    if f is None:
-        return False
+    if f is None or f.trains():
+        return False  # a training function that also saves and syncs (yolov7's train())
     key = f"exchanged:{id(f.node)}"
     if key not in ctx.memo:
         calls = [dotted(n.func) for n in ast.walk(f.node) if isinstance(n, ast.Call)]
