@@ -118,9 +118,8 @@ def devices_finding(records: list[Record], host_of: dict[int, str]) -> Finding:
     if not differing:
         mem = f", {next(iter(memory))} each" if memory else ""
         # ranks that share a GPU (two on one card, seen on a real H100/H200) count it once
-        shared = len(gpus) - len({_gpu_identity(r) for r in gpus})
-        ranks = f"{len(gpus)} ranks on " if shared else ""
-        count = len(gpus) - shared
+        count = len({_gpu_identity(r) for r in gpus})
+        ranks = f"{len(gpus)} ranks on " if count < len(gpus) else ""
         return finding(
             "fleet.devices",
             title,

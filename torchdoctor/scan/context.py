@@ -147,7 +147,9 @@ class Context(SourcePositions, Bindings, DeviceGuards, CallSites, ast.NodeVisito
     def is_script(self) -> bool:
         """A script (it runs itself under `if __name__ == "__main__":`): code its author runs,
         not an API for users."""
-        return "__main__" in self.text and bool(MAIN.search(self.text))
+        if "is_script" not in self.memo:
+            self.memo["is_script"] = "__main__" in self.text and bool(MAIN.search(self.text))
+        return bool(self.memo["is_script"])
 
     @property
     def module(self) -> ast.Module:

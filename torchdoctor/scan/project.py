@@ -209,9 +209,7 @@ def resolve(findings: list[Finding], project: Project) -> list[Finding]:
     for f in findings:
         decided = _decide(f, project) if f.needs else f
         if decided is not None:  # a project-wide reason is said even for a finding already low
-            decided = _lowered(decided, project)
-        if decided is not None:
-            out.append(decided)
+            out.append(_lowered(decided, project))
     return out
 
 

@@ -60,10 +60,10 @@ def on_def(ctx: Context, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         # a script's default is the machine its author runs it on (a CLI's default device:
         # descript-audio-codec's decode.py, ninth blind corpus), unless the script itself
         # falls back to the CPU
-        if ctx.is_script and not ctx.falls_back_to_cpu:
-            scope = "script"
+        if ctx.is_script:
+            scope = "private" if ctx.falls_back_to_cpu else "script"
         else:
-            scope = "private" if name.startswith("_") or ctx.is_script else "public"
+            scope = "private" if name.startswith("_") else "public"
         ctx.report(
             "TD005",
             default,

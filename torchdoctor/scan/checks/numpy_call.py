@@ -40,14 +40,10 @@ def _without_grad(ctx: Context, name: str, line: int) -> bool:
     or comparison result (`preds = logits.argmax(dim=2)`, `mask = gt > begin`), or a label
     read from the batch (`gt = batch["labels"][:, 1:].to(preds.device)`)? openvla's action
     accuracy, tenth blind corpus: six `.cpu().numpy()` of such tensors."""
-    last = None
-    for lineno, target, value in _assignments(ctx):
-        if lineno >= line:
-            break
-        if target == name:
-            last = value
-    if last is None:
+    found = _last_assigned(ctx, name, line)
+    if found is None:
         return False
+    last = found[1]
     if isinstance(last, (ast.Compare, ast.BoolOp)):
         return True
     names, root = chain(last)
@@ -124,15 +120,21 @@ def _assignments(ctx: Context) -> list[tuple[int, str, ast.expr]]:
     return got  # type: ignore[return-value]
 
 
-def _on_device(ctx: Context, name: str, line: int, depth: int = 0) -> bool:
-    """Is `name`, as last assigned before `line`, a tensor (or model output) on a device?
-    `x = x.cuda()`; `model = Net().to(device)` then `out = model(x)`; not after `out = out.cpu()`."""
+def _last_assigned(ctx: Context, name: str, line: int) -> tuple[int, ast.expr] | None:
+    """(line, value) of the last plain assignment to `name` before `line`, in this scope."""
     last = None
     for lineno, target, value in _assignments(ctx):
         if lineno >= line:
             break
         if target == name:
             last = (lineno, value)
+    return last
+
+
+def _on_device(ctx: Context, name: str, line: int, depth: int = 0) -> bool:
+    """Is `name`, as last assigned before `line`, a tensor (or model output) on a device?
+    `x = x.cuda()`; `model = Net().to(device)` then `out = model(x)`; not after `out = out.cpu()`."""
+    last = _last_assigned(ctx, name, line)
     if last is None or depth > 3:
         return False
     lineno, value = last

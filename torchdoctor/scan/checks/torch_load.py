@@ -108,7 +108,9 @@ def _runs_without_cuda(ctx: Context) -> dict[str, str]:
     device-parameterised files, 1 of 19 in the others (benchmarks/scan_blind*)."""
     if ctx.falls_back_to_cpu:
         return {}
-    if DEVICE_PARAMETER.search(ctx.text):
+    if "device_parameter" not in ctx.memo:
+        ctx.memo["device_parameter"] = bool(DEVICE_PARAMETER.search(ctx.text))
+    if ctx.memo["device_parameter"]:
         return {
             "confidence": "medium",
             "why": "the code takes its device from a caller, which may pick the CPU",
