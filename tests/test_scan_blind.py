@@ -120,13 +120,13 @@ def test_judged_findings_are_counted_apart_from_the_blind_ones(tmp_path):
 def test_scan_of_a_tiny_tree_keeps_repo_relative_paths_and_lines(tmp_path):
     pkg = tmp_path / "pkg"
     pkg.mkdir()
-    (pkg / "train.py").write_text(
+    (pkg / "model.py").write_text(
         "import torch\n\nclass Net:\n    def load(self):\n        return self.m.cuda()\n"
     )
     found = sb.scan_repo(tmp_path, "o/r", None, 1)
-    assert [(f.file, f.line, f.rule) for f in found] == [("pkg/train.py", 5, "TD001")]
+    assert [(f.file, f.line, f.rule) for f in found] == [("pkg/model.py", 5, "TD001")]
     assert not (tmp_path / ".torchdoctor_cache").exists()  # the corpus trees stay untouched
-    lab = sb.Label("o/r", "pkg/train.py", 5, "TD001 hardcoded-cuda-call", "crash", True)
+    lab = sb.Label("o/r", "pkg/model.py", 5, "TD001 hardcoded-cuda-call", "crash", True)
     assert sb.recall([lab], found)["crash"] == (1, 1)
 
 

@@ -48,7 +48,8 @@ def test_set_device_beside_a_cpu_path_keeps_the_findings():
         "        self.gpu = gpu\n        torch.cuda.set_device(self.gpu)\n"
         "        self.device = 'cuda' if torch.cuda.is_available() else 'cpu'\n",
     )
-    assert ("TD001", "high") in _found(src)
+    # training code (train.py) that falls back to the CPU itself: shown, at medium
+    assert ("TD001", "medium") in _found(src)
 
 
 def test_an_item_summed_then_printed_as_a_mean_is_a_sync_on_purpose_easyocr_craft():

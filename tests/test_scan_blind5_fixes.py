@@ -75,7 +75,7 @@ def test_a_torch_device_cuda_default_every_caller_overrides_is_not_td002_sam2_lo
     def build(device=torch.device("cuda")):
         return torch.zeros(1, device=device)
     """
-    assert _rules(src) == [(10, "TD005", "medium")]  # build: public, never called here
+    assert _rules(src) == [(10, "TD005", "low")]  # build: public, never called here
 
 
 def test_a_project_that_never_names_a_device_keeps_its_tensors_on_the_cpu_minimalrl(tmp_path):

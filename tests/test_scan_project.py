@@ -42,7 +42,10 @@ def test_public_builder_users_call_without_device_torch_not_compiled_with_cuda(t
     assert found == [("models.py", "TD005", "high")]
 
 
-def test_public_function_no_file_calls_is_medium_and_a_scripts_own_is_low(tmp_path):
+def test_a_default_no_scanned_file_calls_is_low_generative_models_get_input_image_tensor(tmp_path):
+    """sgm's `get_input_image_tensor(image, device="cuda")` and GroundingDINO's `Model(…,
+    device="cuda")`: public, called by no scanned file; lookalikes to their labellers (1 of 5
+    such defaults in fourteen blind corpora was a pitfall), so shown only with --confidence low."""
     found = scan(
         tmp_path,
         {
@@ -51,7 +54,7 @@ def test_public_function_no_file_calls_is_medium_and_a_scripts_own_is_low(tmp_pa
             "if __name__ == '__main__':\n    pass\n",
         },
     )
-    assert found == [("api.py", "TD005", "medium"), ("bench.py", "TD005", "low")]
+    assert found == [("api.py", "TD005", "low"), ("bench.py", "TD005", "low")]
 
 
 def test_cannot_convert_a_mps_tensor_to_float64_counts_only_where_mps_is_picked(tmp_path):

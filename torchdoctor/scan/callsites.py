@@ -2,15 +2,28 @@
 for the callers of a few names across the whole tree, and parsing every file that mentions one
 costs as much as the scan itself. A call is read from its opening parenthesis to the matching
 one (strings and comments skipped); what matters is whether it gives a parameter by keyword,
-by position, or through `*args` / `**kwargs`."""
+by position, or through `*args` / `**kwargs`. A name in a docstring or a comment is not a call
+(mmdet's "valid_flags (torch.Tensor): ..." argument docs, fourteenth blind corpus)."""
 
 from __future__ import annotations
 
+import os
 import re
+from bisect import bisect_right
 from collections.abc import Iterator
 
 QUOTE = re.compile(r"""[rRbBuUfF]{0,2}('''|\"\"\"|'|")""")
 LIMIT = 20_000  # characters of one call: past this, unsure (counted as passing)
+# A comment or a string literal, found left to right: whichever starts first wins, so a `#`
+# inside a string and a quote inside a comment are each read as what they are.
+UNCODE = re.compile(
+    r"#[^\n]*"
+    r"|'''(?:\\.|[^\\])*?(?:'''|$)"
+    r'|"""(?:\\.|[^\\])*?(?:"""|$)'
+    r"|'(?:\\.|[^'\\\n])*'?"
+    r'|"(?:\\.|[^"\\\n])*"?',
+    re.S,
+)
 
 
 def _skip_string(text: str, i: int, quote: str) -> int:
@@ -56,17 +69,48 @@ def _arguments(text: str, start: int) -> list[str] | None:
     return None
 
 
-def calls_in(text: str, name: str) -> Iterator[tuple[int, list[str] | None]]:
-    """(line, arguments or None) of each `name(` call in the text; not `def name(`, nor
-    `class name(`, nor a longer name that ends with it."""
+def _uncode(text: str) -> tuple[list[int], list[int]]:
+    """The starts and ends of the file's comments and string literals, in order."""
+    spans = [m.span() for m in UNCODE.finditer(text)]
+    return [a for a, _ in spans], [b for _, b in spans]
+
+
+def calls_in(text: str, name: str, bare: bool = True) -> Iterator[tuple[int, list[str] | None]]:
+    """(line, arguments or None) of each `name(` call in the code of the text; not in a string
+    or a comment, not `def name(` nor `class name(`, nor a longer name that ends with it. With
+    `bare` False only attribute calls (`x.name(`) count: a method is called on an object."""
     pattern = re.compile(r"(?<!\w)" + re.escape(name) + r"\s*\(")
     line, pos = 1, 0
+    spans: tuple[list[int], list[int]] | None = None
     for m in pattern.finditer(text):
         line += text.count("\n", pos, m.start())
         pos = m.start()
         if text[max(0, pos - 6) : pos].endswith(("def ", "class ")):
             continue
+        if not bare and not text[max(0, pos - 80) : pos].rstrip().endswith("."):
+            continue
+        spans = spans or _uncode(text)
+        i = bisect_right(spans[0], pos) - 1
+        if i >= 0 and pos < spans[1][i]:
+            continue  # in a comment or a string
         yield line, _arguments(text, m.end() - 1)
+
+
+def shadows(text: str, name: str, home: str) -> bool:
+    """Does this file bind `name` itself, so that its bare `name(…)` calls are not of the one in
+    `home`: its own top-level `def name(` / `class name`, or `from m import name` of a module
+    `m` that is not `home` (stable-audio-tools' pre_encode.py has its own load_model)."""
+    word = re.escape(name)
+    if re.search(rf"^(?:def|class)\s+{word}\b", text, re.M):
+        return True
+    # home's module, or a package above it that re-exports the name (efficientvit's
+    # `from efficientvit.gazesamcore.evit import OnnxEvitSam`)
+    homes = set(os.path.splitext(home)[0].replace("\\", "/").split("/"))
+    for m in re.finditer(rf"^[ \t]*from\s+([\w.]+)\s+import\s+[^\n]*\b{word}\b", text, re.M):
+        module = m.group(1).rsplit(".", 1)[-1]
+        if module and module not in homes:  # `from . import name` may be home's package
+            return True
+    return False
 
 
 def passes(arguments: list[str] | None, param: str, index: int) -> bool:

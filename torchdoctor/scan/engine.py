@@ -27,6 +27,7 @@ from .model import FileError, Finding, ScanResult
 from .project import (
     FileSummary,
     Project,
+    Wanted,
     compiles_cuda_at_import,
     module_imports,
     picks_mps,
@@ -324,7 +325,7 @@ def _analyze_all(files: list[str], opts: ScanOptions, pool) -> list[FileRecord]:
     return [r for part in parts or map(_scan_chunk, chunks) for r in part]
 
 
-def _search_chunk(args: tuple[list[str], list[tuple[str, str, int]]]):
+def _search_chunk(args: tuple[list[str], list[Wanted]]):
     paths, todo = args
     return search_calls(paths, todo, _reader({}))
 

@@ -52,6 +52,8 @@ def on_def(ctx: Context, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         isinstance(d, ast.Name) and d.id == "staticmethod" for d in node.decorator_list
     )
     name = cls.node.name if cls is not None and node.name == "__init__" else node.name
+    # a method other than the constructor is called on an object: `x.name(…)` (callsites.py)
+    wanted = f".{name}" if cls is not None and node.name != "__init__" else name
     for param, default, index in _defaults(node):
         value = cuda_default(default)
         if value is None:
@@ -72,7 +74,7 @@ def on_def(ctx: Context, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
             f"default to None and pick the device inside (`{param} = {param} or "
             "('cuda' if torch.cuda.is_available() else 'cpu')`), or take it from an input",
             confidence="medium",
-            needs=("callers", name, param, str(at), scope),
+            needs=("callers", wanted, param, str(at), scope),
         )
 
 

@@ -1,0 +1,152 @@
+"""What the fourteen labelled corpora showed after set 14, each in the shape of the real code:
+callers found in docstrings or of another function of the same name, training code, and CUDA
+streams (benchmarks/scan_blind*, docs/scan-precision.md)."""
+
+from __future__ import annotations
+
+import textwrap
+
+from torchdoctor.scan import ScanOptions, scan_paths
+from torchdoctor.scan.callsites import calls_in, shadows
+
+
+def scan(tmp_path, files: dict[str, str]) -> list[tuple[str, int, str, str]]:
+    for name, text in files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    result = scan_paths([str(tmp_path)], ScanOptions(confidence="low"), jobs=1)
+    return sorted(
+        (str(f.path)[len(str(tmp_path)) + 1 :], f.line, f.rule, f.confidence)
+        for f in result.findings
+    )
+
+
+ANCHORS = """
+import torch
+
+class AnchorGenerator:
+    def valid_flags(self, featmap_sizes, pad_shape, device='cuda'):
+        return torch.ones(3, device=device)
+"""
+
+
+def test_argument_docs_that_name_the_method_are_not_calls_insightface_mmdet_valid_flags(tmp_path):
+    """mmdet's anchor utils document an argument as "valid_flags (torch.Tensor): …"; that line
+    was read as a call leaving device out, and the default every head overrides was `high`."""
+    utils = '''
+    def anchor_inside_flags(flat_anchors, valid_flags, img_shape):
+        """Check whether the anchors are inside the border.
+
+        Args:
+            valid_flags (torch.Tensor): An existing valid flags of anchors.
+        """
+        return flat_anchors  # valid_flags (a comment)
+    '''
+    head = """
+    def get_anchors(self, featmap_sizes, img_metas, device):
+        return self.anchor_generator.valid_flags(featmap_sizes, img_metas['pad_shape'], device)
+    """
+    files = {"anchor_generator.py": ANCHORS, "utils.py": utils, "anchor_head.py": head}
+    assert scan(tmp_path, files) == []
+
+
+def test_a_method_is_called_on_an_object_not_by_a_bare_name_of_the_same_word(tmp_path):
+    head = "def valid_flags(shape):\n    return shape\n\nflags = valid_flags(3)\n"
+    found = scan(tmp_path, {"anchor_generator.py": ANCHORS, "masks.py": head})
+    assert found == [("anchor_generator.py", 5, "TD005", "low")]  # no `x.valid_flags(` call
+
+
+def test_a_script_with_its_own_load_model_does_not_call_ours_stable_audio_tools(tmp_path):
+    """stable-audio-tools' pre_encode.py defines its own `load_model(…)` without a device; its
+    call was taken for one of gradio.py's `load_model(…, device="cuda")`, whose one real
+    caller passes device=."""
+    gradio = "def load_model(model_config=None, device='cuda'):\n    return model_config\n"
+    app = "from interface.gradio import load_model\nm = load_model(cfg, device=dev)\n"
+    pre_encode = "def load_model(model_config=None):\n    return 1\n\nm = load_model(cfg)\n"
+    files = {"interface/gradio.py": gradio, "run_gradio.py": app, "pre_encode.py": pre_encode}
+    assert scan(tmp_path, files) == []
+    # the same call, of the function imported from gradio.py, leaves the device out: high
+    files["pre_encode.py"] = "from interface.gradio import load_model\nm = load_model(cfg)\n"
+    assert scan(tmp_path, files) == [("interface/gradio.py", 1, "TD005", "high")]
+
+
+def test_a_class_imported_from_the_package_that_re_exports_it_is_a_call_efficientvit(tmp_path):
+    """efficientvit's GazeSAM demo: `from efficientvit.gazesamcore.evit import OnnxEvitSam`,
+    the class being defined in evit/evit_sam_onnx.py, then `OnnxEvitSam(model_type, …)`."""
+    onnx = "class OnnxEvitSam:\n    def __init__(self, model_type, device='cuda'):\n        pass\n"
+    demo = "from pkg.evit import OnnxEvitSam\nmodel = OnnxEvitSam('l0')\n"
+    files = {"pkg/evit/__init__.py": "", "pkg/evit/evit_sam_onnx.py": onnx, "demo.py": demo}
+    assert scan(tmp_path, files) == [("pkg/evit/evit_sam_onnx.py", 2, "TD005", "high")]
+
+
+def test_shadows_reads_definitions_and_imports_from_other_modules():
+    assert shadows("def load_model(x):\n    pass\n", "load_model", "a/gradio.py")
+    assert shadows("from other.loader import load_model\n", "load_model", "a/gradio.py")
+    assert not shadows("from a.gradio import load_model\n", "load_model", "a/gradio.py")
+    assert not shadows("from a import load_model\n", "load_model", "a/gradio.py")
+    assert not shadows("from . import load_model\n", "load_model", "a/gradio.py")
+    assert not shadows("def load_model_v2(x):\n    pass\n", "load_model", "a/gradio.py")
+
+
+def test_calls_in_skips_strings_comments_and_docstrings_but_not_code_after_them():
+    text = (
+        'x = f(1)  # f(2)\ns = "f(3) \\" f(4)"\n"""doc\n    f (torch.Tensor): thing\n"""\n'
+        "y = obj.f(5, device=d)\nz = '#'; f(6)\n"
+    )
+    assert [line for line, _ in calls_in(text, "f")] == [1, 6, 7]
+    assert list(calls_in(text, "f", bare=False)) == [(6, ["5", "device=d"])]
+
+
+TRAINER = """
+import torch
+
+class SAMTrainer:
+    def run_step(self, data):
+        image = data["image"].cuda()
+        return self.model(image)
+"""
+
+
+def test_cuda_in_a_trainer_class_is_low_efficientvit_sam_trainer(tmp_path):
+    """efficientvit's samcore/trainer/sam_trainer.py moves every batch with `.cuda()`: training
+    code, run on the GPUs it trains on (1 of 155 such lines was a pitfall in fourteen corpora).
+    The same method in a model's file keeps its confidence: users run models on their Macs."""
+    found = scan(tmp_path, {"sam_trainer.py": TRAINER, "model.py": TRAINER})
+    assert found == [("model.py", 6, "TD001", "high"), ("sam_trainer.py", 6, "TD001", "low")]
+
+
+def test_training_code_that_falls_back_to_the_cpu_itself_stays_shown(tmp_path):
+    src = TRAINER + "device = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+    assert scan(tmp_path, {"train.py": src}) == [("train.py", 6, "TD001", "medium")]
+
+
+def test_a_file_named_for_constraints_is_not_training_code(tmp_path):
+    assert scan(tmp_path, {"constraints.py": TRAINER}) == [("constraints.py", 6, "TD001", "high")]
+
+
+PREFETCHER = """
+import torch
+
+class PrefetchLoader:
+    def __init__(self, loader):
+        self.loader = loader
+        self.stream = torch.cuda.Stream()
+
+    def next(self):
+        torch.cuda.current_stream().wait_stream(self.stream)
+        torch.cuda.synchronize()
+        return self.batch
+"""
+
+
+def test_cuda_streams_in_a_prefetcher_are_cuda_machinery_minigpt4_dataloader_utils(tmp_path):
+    """MiniGPT-4's dataloader_utils.py prefetches batches on a side `torch.cuda.Stream()`;
+    stylegan3's viz renderer times frames with `torch.cuda.Event`s. Code built on CUDA streams
+    is written for CUDA: low. A plain synchronize in the same class is still reported."""
+    found = scan(tmp_path, {"dataloader_utils.py": PREFETCHER})
+    assert found == [
+        ("dataloader_utils.py", 7, "TD003", "low"),
+        ("dataloader_utils.py", 10, "TD003", "low"),
+        ("dataloader_utils.py", 11, "TD003", "high"),
+    ]
