@@ -94,8 +94,27 @@ def test_calls_in_skips_strings_comments_and_docstrings_but_not_code_after_them(
         'x = f(1)  # f(2)\ns = "f(3) \\" f(4)"\n"""doc\n    f (torch.Tensor): thing\n"""\n'
         "y = obj.f(5, device=d)\nz = '#'; f(6)\n"
     )
-    assert [line for line, _ in calls_in(text, "f")] == [1, 6, 7]
-    assert list(calls_in(text, "f", bare=False)) == [(6, ["5", "device=d"])]
+    assert [line for line, _ in calls_in(text, "f")] == [1, 7]  # obj is no module
+    assert list(calls_in(text, "f", method=True)) == [(6, ["5", "device=d"])]
+
+
+def test_a_function_is_called_bare_or_on_an_imported_module_whisperspeech_train():
+    """WhisperSpeech's whisperspeech/train.py has `train(…, device="cuda")`; its fine-tuning
+    script's `trainer.train()` (a transformers Trainer) was counted as a call leaving it out."""
+    text = (
+        "import whisperspeech.train as wt\nfrom pkg import (helpers,\n    other as o)\n"
+        "trainer.train()\nwt.train(m)\nhelpers.train(m)\no.train(m)\ntrain(m)\n"
+    )
+    assert [line for line, _ in calls_in(text, "train")] == [5, 6, 7, 8]
+    assert [line for line, _ in calls_in(text, "train", bare=False)] == [5, 6, 7]
+
+
+def test_a_call_of_the_parents_method_is_not_one_of_ours_stable_audio_tools_adp():
+    """stable-audio-tools' adp.py `return super().forward(x)` (a Conv1d's) was read as a call of
+    conditioners.py's `forward(self, texts, device="cuda")` without the device."""
+    text = "class C(nn.Conv1d):\n    def forward(self, x):\n        return super().forward(x)\n"
+    assert list(calls_in(text, "forward", method=True)) == []
+    assert [line for line, _ in calls_in("y = self.cond.forward(t)\n", "forward", True)] == [1]
 
 
 TRAINER = """
@@ -150,3 +169,28 @@ def test_cuda_streams_in_a_prefetcher_are_cuda_machinery_minigpt4_dataloader_uti
         ("dataloader_utils.py", 10, "TD003", "low"),
         ("dataloader_utils.py", 11, "TD003", "high"),
     ]
+
+
+def test_self_calls_in_a_class_with_its_own_method_are_its_own_stable_audio_discriminators(
+    tmp_path,
+):
+    """stable-audio-tools' discriminators.py calls `self.forward(reals)` of its own class; it
+    was read as leaving out the device of conditioners.py's `forward(…, device="cuda")`, which
+    MultiConditioner always passes (through `conditioner(inputs, device)`)."""
+    conditioners = """
+    class CLAPTextConditioner:
+        def forward(self, texts, device="cuda"):
+            return texts
+    """
+    discriminators = """
+    class EncodecDiscriminator:
+        def forward(self, x):
+            return x
+
+        def loss(self, reals):
+            return self.forward(reals)
+    """
+    files = {"conditioners.py": conditioners, "discriminators.py": discriminators}
+    assert scan(tmp_path, files) == [("conditioners.py", 3, "TD005", "low")]  # no caller
+    files["diffusion.py"] = "def step(self, texts):\n    return self.conditioner.forward(texts)\n"
+    assert scan(tmp_path, files) == [("conditioners.py", 3, "TD005", "high")]

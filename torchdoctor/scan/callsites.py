@@ -75,20 +75,52 @@ def _uncode(text: str) -> tuple[list[int], list[int]]:
     return [a for a, _ in spans], [b for _, b in spans]
 
 
-def calls_in(text: str, name: str, bare: bool = True) -> Iterator[tuple[int, list[str] | None]]:
-    """(line, arguments or None) of each `name(` call in the code of the text; not in a string
-    or a comment, not `def name(` nor `class name(`, nor a longer name that ends with it. With
-    `bare` False only attribute calls (`x.name(`) count: a method is called on an object."""
+# An import statement's names: `import a.b as c`, `from m import (x, y as z)`.
+IMPORTED = re.compile(r"^[ \t]*(?:from\s+[\w.]+\s+)?import\s+(?:\(([^)]*)\)|([^\n#;]+))", re.M)
+RECEIVER = re.compile(r"(\w+|\))\s*\.\s*$")  # what `x.name(` / `f().name(` is called on
+
+
+def imported_names(text: str) -> set[str]:
+    """Every name an import statement of the file binds, and each part of a dotted module."""
+    out: set[str] = set()
+    for m in IMPORTED.finditer(text):
+        for item in (m.group(1) or m.group(2)).split(","):
+            words = item.split()
+            if words:
+                out.update(words[-1].split("."))
+    return out
+
+
+def calls_in(
+    text: str, name: str, method: bool = False, bare: bool = True
+) -> Iterator[tuple[int, list[str] | None]]:
+    """(line, arguments or None) of each call of `name` in the code of the text; not in a
+    string or a comment, not `def name(` nor `class name(`, nor a longer name that ends with
+    it. A method is called on an object (`x.name(`; not `super().name(`, the parent's; with
+    `bare` False, not `self.name(` either: the file's own class's). A function is called by
+    its bare name (when `bare`) or on a module the file imports (`helpers.name(`; not
+    WhisperSpeech's `trainer.train()` for its own `train()`)."""
     pattern = re.compile(r"(?<!\w)" + re.escape(name) + r"\s*\(")
     line, pos = 1, 0
     spans: tuple[list[int], list[int]] | None = None
+    modules: set[str] | None = None
     for m in pattern.finditer(text):
         line += text.count("\n", pos, m.start())
         pos = m.start()
         if text[max(0, pos - 6) : pos].endswith(("def ", "class ")):
             continue
-        if not bare and not text[max(0, pos - 80) : pos].rstrip().endswith("."):
-            continue
+        on = RECEIVER.search(text, max(0, pos - 80), pos)
+        receiver = on.group(1) if on else None
+        if method:
+            if receiver in (None, ")") or (not bare and receiver in ("self", "cls")):
+                continue
+        elif receiver is None:
+            if not bare:
+                continue
+        else:
+            modules = imported_names(text) if modules is None else modules
+            if receiver not in modules:
+                continue
         spans = spans or _uncode(text)
         i = bisect_right(spans[0], pos) - 1
         if i >= 0 and pos < spans[1][i]:
@@ -96,12 +128,15 @@ def calls_in(text: str, name: str, bare: bool = True) -> Iterator[tuple[int, lis
         yield line, _arguments(text, m.end() - 1)
 
 
-def shadows(text: str, name: str, home: str) -> bool:
-    """Does this file bind `name` itself, so that its bare `name(…)` calls are not of the one in
-    `home`: its own top-level `def name(` / `class name`, or `from m import name` of a module
-    `m` that is not `home` (stable-audio-tools' pre_encode.py has its own load_model)."""
+def shadows(text: str, name: str, home: str, method: bool = False) -> bool:
+    """Does this file bind `name` itself, so that its bare `name(…)` calls (a method's
+    `self.name(…)`) are not of the one in `home`: its own `def name(` / `class name` (for a
+    method, at any depth: stable-audio-tools' discriminators call their own
+    `self.forward(reals)`), or `from m import name` of a module `m` that is not `home`
+    (stable-audio-tools' pre_encode.py has its own load_model)."""
     word = re.escape(name)
-    if re.search(rf"^(?:def|class)\s+{word}\b", text, re.M):
+    indent = r"[ \t]*" if method else ""
+    if re.search(rf"^{indent}(?:def|class)\s+{word}\b", text, re.M):
         return True
     # home's module, or a package above it that re-exports the name (efficientvit's
     # `from efficientvit.gazesamcore.evit import OnnxEvitSam`)

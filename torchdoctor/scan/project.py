@@ -192,8 +192,8 @@ def search_calls(
                 continue
             text = text if text is not None else data.decode("utf-8", "replace")
             method = name.startswith(".")
-            bare = not method and (path == home or not shadows(text, name, home))
-            for line, args in calls_in(text, name.lstrip("."), bare):
+            bare = path == home or not shadows(text, name.lstrip("."), home, method)
+            for line, args in calls_in(text, name.lstrip("."), method, bare):
                 ok = passes(args, param, index)
                 out.append((i, Call(path, line, ok)))
                 if not ok:
