@@ -175,22 +175,36 @@ def test_self_calls_in_a_class_with_its_own_method_are_its_own_stable_audio_disc
     tmp_path,
 ):
     """stable-audio-tools' discriminators.py calls `self.forward(reals)` of its own class; it
-    was read as leaving out the device of conditioners.py's `forward(…, device="cuda")`, which
-    MultiConditioner always passes (through `conditioner(inputs, device)`)."""
+    was read as a call leaving out the device of another class's method of that name."""
+    conditioners = """
+    class Conditioner:
+        def encode(self, texts, device="cuda"):
+            return texts
+    """
+    discriminators = """
+    class EncodecDiscriminator:
+        def encode(self, x):
+            return x
+
+        def loss(self, reals):
+            return self.encode(reals)
+    """
+    files = {"conditioners.py": conditioners, "discriminators.py": discriminators}
+    assert scan(tmp_path, files) == [("conditioners.py", 3, "TD005", "low")]  # no caller
+    files["diffusion.py"] = "def step(self, texts):\n    return self.conditioner.encode(texts)\n"
+    assert scan(tmp_path, files) == [("conditioners.py", 3, "TD005", "high")]
+
+
+def test_a_forward_default_is_low_its_calls_go_through_the_module_stable_audio_conditioners(
+    tmp_path,
+):
+    """CLAPTextConditioner.forward(texts, device="cuda"): MultiConditioner calls it as
+    `conditioner(inputs, device)`; every `.forward(` elsewhere is another module's."""
     conditioners = """
     class CLAPTextConditioner:
         def forward(self, texts, device="cuda"):
             return texts
     """
-    discriminators = """
-    class EncodecDiscriminator:
-        def forward(self, x):
-            return x
-
-        def loss(self, reals):
-            return self.forward(reals)
-    """
-    files = {"conditioners.py": conditioners, "discriminators.py": discriminators}
-    assert scan(tmp_path, files) == [("conditioners.py", 3, "TD005", "low")]  # no caller
-    files["diffusion.py"] = "def step(self, texts):\n    return self.conditioner.forward(texts)\n"
-    assert scan(tmp_path, files) == [("conditioners.py", 3, "TD005", "high")]
+    other = "def f(self, x):\n    return self.block.forward(x)\n"
+    found = scan(tmp_path, {"conditioners.py": conditioners, "adp.py": other})
+    assert found == [("conditioners.py", 3, "TD005", "low")]
