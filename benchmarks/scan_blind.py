@@ -100,10 +100,10 @@ KIND_RULES: dict[str, frozenset[str]] = {
     "host-tensor-from-device-scalars": frozenset({"TD402"}),
     # Kinds of the fifteenth and sixteenth corpora, added before the scan was run on them: no
     # rule of this version targets them (a TD002 on co3d's `torch.device('cuda') if … else
-    # device('cpu')` would point at the CUDA half, not at the unbound `device`).
+    # device('cpu')` would point at the CUDA half, not at the unbound `device`); half-on-cpu
+    # is mapped above.
     "stale-device-attribute": frozenset(),
     "broken-cpu-fallback": frozenset(),
-    "half-on-cpu": frozenset(),
 }
 # Label rows the labeller gave one root cause (method.md): recall is also counted per root.
 ONE_ROOT = {("lllyasviel/Fooocus", "ldm_patched/modules/model_management.py")}

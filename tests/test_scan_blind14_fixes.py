@@ -160,9 +160,9 @@ class PrefetchLoader:
 
 
 def test_cuda_streams_in_a_prefetcher_are_cuda_machinery_minigpt4_dataloader_utils(tmp_path):
-    """MiniGPT-4's dataloader_utils.py prefetches batches on a side `torch.cuda.Stream()`;
-    stylegan3's viz renderer times frames with `torch.cuda.Event`s. Code built on CUDA streams
-    is written for CUDA: low. A plain synchronize in the same class is still reported."""
+    """MiniGPT-4's dataloader_utils.py prefetches batches on a side `torch.cuda.Stream()`: code
+    built on CUDA streams is written for CUDA, low. A synchronize in the same class is still
+    reported."""
     found = scan(tmp_path, {"dataloader_utils.py": PREFETCHER})
     assert found == [
         ("dataloader_utils.py", 7, "TD003", "low"),
@@ -208,3 +208,22 @@ def test_a_forward_default_is_low_its_calls_go_through_the_module_stable_audio_c
     other = "def f(self, x):\n    return self.block.forward(x)\n"
     found = scan(tmp_path, {"conditioners.py": conditioners, "adp.py": other})
     assert found == [("conditioners.py", 3, "TD005", "low")]
+
+
+def test_cuda_events_timing_a_pipeline_call_tried_to_use_cuda_but_not_compiled_streamdiffusion(
+    tmp_path,
+):
+    """StreamDiffusion.__call__ times every frame with `torch.cuda.Event(enable_timing=True)`
+    in a pipeline that takes its device from the caller; on a CPU-only torch the constructor
+    raises (sixteenth blind corpus, scored before this test was written: it was missed)."""
+    src = """
+    import torch
+
+    class StreamDiffusion:
+        def __call__(self, x):
+            start = torch.cuda.Event(enable_timing=True)
+            end = torch.cuda.Event(enable_timing=True)
+            return x
+    """
+    found = scan(tmp_path, {"pipeline.py": src})
+    assert found == [("pipeline.py", 6, "TD003", "high"), ("pipeline.py", 7, "TD003", "high")]
