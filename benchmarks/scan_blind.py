@@ -104,6 +104,11 @@ KIND_RULES: dict[str, frozenset[str]] = {
     # is mapped above.
     "stale-device-attribute": frozenset(),
     "broken-cpu-fallback": frozenset(),
+    # The second labeller's kinds of set 15 (scan_blind15/second), mapped before scoring: a
+    # `.cuda()` on the inputs that ignores the script's own --use_cuda flag, and the first
+    # labeller's stale-device-attribute under another name.
+    "model-input-device-mismatch": frozenset({"TD001", "TD002"}),
+    "device-frozen-at-init": frozenset(),
 }
 # Label rows the labeller gave one root cause (method.md): recall is also counted per root.
 ONE_ROOT = {("lllyasviel/Fooocus", "ldm_patched/modules/model_management.py")}
