@@ -106,7 +106,7 @@ def test_a_function_is_called_bare_or_on_an_imported_module_whisperspeech_train(
         "trainer.train()\nwt.train(m)\nhelpers.train(m)\no.train(m)\ntrain(m)\n"
     )
     assert [line for line, _ in calls_in(text, "train")] == [5, 6, 7, 8]
-    assert [line for line, _ in calls_in(text, "train", bare=False)] == [5, 6, 7]
+    assert [line for line, _ in calls_in(text, "train", shadowed=lambda: True)] == [5, 6, 7]
 
 
 def test_a_call_of_the_parents_method_is_not_one_of_ours_stable_audio_tools_adp():

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import re
 from bisect import bisect_right
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 QUOTE = re.compile(r"""[rRbBuUfF]{0,2}('''|\"\"\"|'|")""")
 LIMIT = 20_000  # characters of one call: past this, unsure (counted as passing)
@@ -77,7 +77,6 @@ def _uncode(text: str) -> tuple[list[int], list[int]]:
 
 # An import statement's names: `import a.b as c`, `from m import (x, y as z)`.
 IMPORTED = re.compile(r"^[ \t]*(?:from\s+[\w.]+\s+)?import\s+(?:\(([^)]*)\)|([^\n#;]+))", re.M)
-RECEIVER = re.compile(r"(\w+|\))\s*\.\s*$")  # what `x.name(` / `f().name(` is called on
 
 
 def imported_names(text: str) -> set[str]:
@@ -91,31 +90,59 @@ def imported_names(text: str) -> set[str]:
     return out
 
 
+def _receiver(text: str, pos: int) -> str | None:
+    """What the call whose name starts at `pos` is made on: "x" for `x.name(`, ")" for
+    `super().name(` or `f().name(`, "" for another expression, None for a bare call."""
+    j = pos
+    while j > 0 and text[j - 1] in " \t":
+        j -= 1
+    if j == 0 or text[j - 1] != ".":
+        return None
+    j -= 1
+    while j > 0 and text[j - 1] in " \t":
+        j -= 1
+    end = j
+    while j > 0 and (text[j - 1].isalnum() or text[j - 1] == "_"):
+        j -= 1
+    if j < end:
+        return text[j:end]
+    return ")" if end > 0 and text[end - 1] == ")" else ""
+
+
 def calls_in(
-    text: str, name: str, method: bool = False, bare: bool = True
+    text: str,
+    name: str,
+    method: bool = False,
+    shadowed: Callable[[], bool] = lambda: False,
 ) -> Iterator[tuple[int, list[str] | None]]:
     """(line, arguments or None) of each call of `name` in the code of the text; not in a
     string or a comment, not `def name(` nor `class name(`, nor a longer name that ends with
-    it. A method is called on an object (`x.name(`; not `super().name(`, the parent's; with
-    `bare` False, not `self.name(` either: the file's own class's). A function is called by
-    its bare name (when `bare`) or on a module the file imports (`helpers.name(`; not
-    WhisperSpeech's `trainer.train()` for its own `train()`)."""
+    it. `shadowed()`, asked at most once: does the file bind the name itself? A method is
+    called on an object (`x.name(`; not `super().name(`, the parent's; when shadowed, not
+    `self.name(` either: the file's own class's). A function is called by its bare name
+    (unless shadowed) or on a module the file imports (`helpers.name(`; not WhisperSpeech's
+    `trainer.train()` for its own `train()`)."""
     pattern = re.compile(r"(?<!\w)" + re.escape(name) + r"\s*\(")
     line, pos = 1, 0
     spans: tuple[list[int], list[int]] | None = None
     modules: set[str] | None = None
+    own: bool | None = None
     for m in pattern.finditer(text):
         line += text.count("\n", pos, m.start())
         pos = m.start()
         if text[max(0, pos - 6) : pos].endswith(("def ", "class ")):
             continue
-        on = RECEIVER.search(text, max(0, pos - 80), pos)
-        receiver = on.group(1) if on else None
+        receiver = _receiver(text, pos)
         if method:
-            if receiver in (None, ")") or (not bare and receiver in ("self", "cls")):
+            if receiver in (None, ")", ""):
                 continue
+            if receiver in ("self", "cls"):
+                own = shadowed() if own is None else own
+                if own:
+                    continue
         elif receiver is None:
-            if not bare:
+            own = shadowed() if own is None else own
+            if own:
                 continue
         else:
             modules = imported_names(text) if modules is None else modules

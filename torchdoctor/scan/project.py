@@ -24,6 +24,7 @@ import ast
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
 from .callsites import calls_in, passes, shadows
@@ -191,15 +192,19 @@ def search_calls(
             if i in decided or needles[i] not in data:
                 continue
             text = text if text is not None else data.decode("utf-8", "replace")
-            method = name.startswith(".")
-            bare = path == home or not shadows(text, name.lstrip("."), home, method)
-            for line, args in calls_in(text, name.lstrip("."), method, bare):
+            word, method = name.lstrip("."), name.startswith(".")
+            own = partial(shadows, text, word, home, method) if path != home else _never
+            for line, args in calls_in(text, word, method, own):
                 ok = passes(args, param, index)
                 out.append((i, Call(path, line, ok)))
                 if not ok:
                     decided.add(i)
                     break
     return out
+
+
+def _never() -> bool:
+    return False
 
 
 def wanted_calls(findings: Iterable[Finding]) -> list[Wanted]:
