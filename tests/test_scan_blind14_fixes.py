@@ -227,3 +227,23 @@ def test_cuda_events_timing_a_pipeline_call_tried_to_use_cuda_but_not_compiled_s
     """
     found = scan(tmp_path, {"pipeline.py": src})
     assert found == [("pipeline.py", 6, "TD003", "high"), ("pipeline.py", 7, "TD003", "high")]
+
+
+def test_a_file_that_cannot_import_the_function_does_not_call_it_torch_onnx_trace(tmp_path):
+    """Scanning torch itself: `trace(…, device_type="cuda")` of inductor's evt_extensions.py was
+    `high` for a `trace(…)` in torch/onnx's exporter, another function that file never imports.
+    A file outside the function's folder calls it only if it names its module or package."""
+    evt = "def trace(fn, example_inputs, device_type='cuda'):\n    return fn\n"
+    files = {
+        "inductor/lib_extensions/evt_extensions.py": evt,
+        "onnx/utils.py": "graph = trace(model, args)\n",
+    }
+    assert scan(tmp_path, files) == [
+        ("inductor/lib_extensions/evt_extensions.py", 1, "TD005", "low")
+    ]
+    files["inductor/cutlass.py"] = "from .lib_extensions import evt_extensions\n" + (
+        "g = evt_extensions.trace(fn, inputs)\n"
+    )
+    assert scan(tmp_path, files) == [
+        ("inductor/lib_extensions/evt_extensions.py", 1, "TD005", "high")
+    ]

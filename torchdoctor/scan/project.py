@@ -181,7 +181,7 @@ def search_calls(
     """(index into todo, call) for the calls of the wanted names in these files. A file's text
     is searched only when its bytes hold the name; nothing is parsed (callsites.py)."""
     out: list[tuple[int, Call]] = []
-    needles = [w[0].lstrip(".").encode() for w in todo]
+    needs = [_callers_of(w[0], w[3]) for w in todo]
     decided: set[int] = set()  # one call that leaves the parameter out decides
     for path in paths:
         data = read(path)
@@ -189,7 +189,7 @@ def search_calls(
             continue
         text = None
         for i, (name, param, index, home) in enumerate(todo):
-            if i in decided or needles[i] not in data:
+            if i in decided or not _may_call(data, path, needs[i]):
                 continue
             text = text if text is not None else data.decode("utf-8", "replace")
             word, method = name.lstrip("."), name.startswith(".")
@@ -201,6 +201,30 @@ def search_calls(
                     decided.add(i)
                     break
     return out
+
+
+def _callers_of(name: str, home: str) -> tuple[bytes, str, tuple[bytes, ...]]:
+    """What a file's bytes must hold to call `name` of `home`: `.name(` for a method; for a
+    function `name(`, and, outside home's folder, home's module or package name (the import it
+    needs). Searching torch's own tree, the files that hold a name such as `trace` are four
+    times those that can call it. Returns (call, home's folder, import words)."""
+    word = name.lstrip(".")
+    if name.startswith("."):
+        return f".{word}(".encode(), "", ()
+    folder = os.path.dirname(home)
+    stem = os.path.splitext(os.path.basename(home))[0]
+    top = folder
+    if stem == "__init__":
+        top, stem = os.path.dirname(folder), os.path.basename(folder)
+    words = tuple(w.encode() for w in (stem, os.path.basename(top)) if w)
+    return f"{word}(".encode(), folder, words
+
+
+def _may_call(data: bytes, path: str, needs: tuple[bytes, str, tuple[bytes, ...]]) -> bool:
+    call, folder, words = needs
+    if call not in data:
+        return False
+    return not words or os.path.dirname(path) == folder or any(w in data for w in words)
 
 
 def _never() -> bool:
