@@ -73,7 +73,10 @@ def on_def(ctx: Context, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         # a module's forward is called through the module, `m(x, device)`: its calls cannot be
         # told from other modules' (stable-audio-tools' conditioners, eighth blind corpus)
         judged: dict = (
-            {"confidence": "low", "why": "a forward(), called through its module: callers unseen"}
+            {
+                "confidence": "low",
+                "why": f"`{node.name}` is called through its object: callers unseen",
+            }
             if method and node.name in CALLED_THROUGH
             else {"confidence": "medium", "needs": ("callers", wanted, param, str(at), scope)}
         )
