@@ -137,7 +137,8 @@ class Project:
 
     def find_calls(self, wanted: Iterable[Wanted]) -> None:
         """Every call of the wanted functions in the project. A file's text is
-        searched only when it holds the name; nothing is parsed (callsites.py)."""
+        searched only when its bytes show it can call one (`_callers_of`); nothing is parsed
+        (callsites.py)."""
         todo = self.missing(wanted)
         if todo:
             self.add_calls(todo, search_calls(list(self.summaries), todo, self.read))
@@ -179,7 +180,8 @@ def search_calls(
     paths: list[str], todo: list[Wanted], read: Callable[[str], bytes | None]
 ) -> list[tuple[int, Call]]:
     """(index into todo, call) for the calls of the wanted names in these files. A file's text
-    is searched only when its bytes hold the name; nothing is parsed (callsites.py)."""
+    is searched only when its bytes show it can call the function (`_callers_of`); nothing is
+    parsed (callsites.py)."""
     out: list[tuple[int, Call]] = []
     needs = [_callers_of(w[0], w[3]) for w in todo]
     decided: set[int] = set()  # one call that leaves the parameter out decides
