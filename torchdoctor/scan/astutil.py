@@ -12,11 +12,14 @@ from collections.abc import Iterator
 # only narrowly: CUDA code behind it is TD004 (guards.py).
 # A test on the number of processes guards too: what runs only when world_size > 1 (or under
 # `if args.distributed:`) is multi-GPU training, NCCL's (demucs' distrib.py, scan_blind2).
+# So does a TensorRT branch (`if acceleration == "tensorrt":`): TensorRT engines run on NVIDIA
+# GPUs only (StreamDiffusion's wrapper.py, sixteenth blind corpus).
 GUARD_WORD = re.compile(
     r"cuda|gpu|device|accelerator|is_available|offload|(^|_)(cpu|mps)($|_)"
-    r"|world_size|(^|_)(distributed|ddp)($|_)",
+    r"|world_size|(^|_)(distributed|ddp)($|_)|tensorrt|(^|_)trt($|_)",
     re.I,
 )
+CUDA_LITERAL = re.compile(r"cuda(:\d+)?")
 DEVICE_SPECIFIC_NAME = re.compile(r"cuda|gpu|cudnn|nccl|triton|cutlass", re.I)
 NO_GRAD_WORD = re.compile(r"no_grad|inference_mode")
 SKIP_CALL_WORD = re.compile(r"skip|exit|abort", re.I)
@@ -44,7 +47,32 @@ def names(node: ast.AST) -> Iterator[str]:
 CPU_WORD = re.compile(r"(^|_)(cpu|mps)($|_)", re.I)
 
 
+def _cuda_literal(node: ast.AST) -> bool:
+    """`"cuda"`, `"cuda:0"`, `torch.device("cuda")`."""
+    if isinstance(node, ast.Call) and dotted(node.func).endswith("device") and node.args:
+        node = node.args[0]
+    return (
+        isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and CUDA_LITERAL.fullmatch(node.value) is not None
+    )
+
+
+def off_cuda_test(expr: ast.AST) -> bool:
+    """`x.device != torch.device("cuda")`: true where the tensor is not on CUDA, so what it
+    guards runs there, and a `.to("cuda")` under it is the crash (CompVis stable-diffusion's
+    DDIMSampler.register_buffer on every Mac, third blind corpus)."""
+    return (
+        isinstance(expr, ast.Compare)
+        and len(expr.ops) == 1
+        and isinstance(expr.ops[0], (ast.NotEq, ast.IsNot))
+        and any(_cuda_literal(n) for n in (expr.left, *expr.comparators))
+    )
+
+
 def is_guard(expr: ast.AST) -> bool:
+    if off_cuda_test(expr):
+        return False
     hits = [n for n in names(expr) if GUARD_WORD.search(n)]
     if any(GUARD_WORD.search(CPU_WORD.sub("", n)) for n in hits):
         return True  # a CUDA/GPU/device word besides any CPU one

@@ -18,7 +18,7 @@ class CallSites:
     def _start_calls(self, hooks: Hooks) -> None:
         self.hooks = hooks
         self.compare = 0  # depth of comparisons around the current node
-        self.parents: dict[int, ast.AST] = {}  # call -> enclosing call/compare, set on visit
+        self.parents: dict[int, ast.AST] = {}  # call -> enclosing call/compare/assignment
         self.placed: set[int] = set()  # calls moved right away: `torch.arange(n).to(x.device)`
         # torch.load calls passed straight to load_state_dict, which copies every tensor onto
         # the module's own device: only there is map_location="cpu" a behaviour-free fix.
@@ -40,6 +40,8 @@ class CallSites:
         self.generic_visit(node)
 
     def visit_Assign(self, node: ast.Assign | ast.AnnAssign) -> None:
+        if node.value is not None:
+            self.parents[id(node.value)] = node  # `x = torch.device("cuda")`: a definition
         self.generic_visit(node)
         for hook in self.hooks.assigns:
             hook(self, node)  # type: ignore[arg-type]

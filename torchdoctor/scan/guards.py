@@ -13,6 +13,7 @@ from .astutil import DEVICE_SPECIFIC_NAME, dotted, is_guard, is_guard_else, name
 
 NOT_CUDA = frozenset(["cpu", "mps"])
 KIND_FLAG = re.compile(r"(use_|on_|is_)?(cpu|mps)(_only)?")
+CPU_NAME = re.compile(r"_?(cpu|cpu_device|device_cpu)", re.I)
 
 # (predicate, node) for a possible guard, or None for a known one
 Guard = tuple[Callable[[ast.AST], bool], ast.AST] | None
@@ -58,6 +59,15 @@ class DeviceGuards:
             found = node
         return found  # type: ignore[return-value]
 
+    def on_cpu_branch(self) -> bool:
+        """Is the node in the body of an `if` that holds only on the CPU (`if device ==
+        "cpu":`, `if self.device == _CPU_DEVICE:`)? There a tensor is a host one: `.numpy()`
+        works (dinov2's log_regression.py, sixth blind corpus)."""
+        return any(
+            entry is not None and entry[0] is is_guard and _cpu_test(entry[1])
+            for entry in self._guards
+        )
+
     def _hit(self, entry: tuple[Callable[[ast.AST], bool], ast.AST]) -> bool:
         pred, node = entry
         key = (id(pred), id(node))  # a test's if and else branches may judge it differently
@@ -76,6 +86,26 @@ def _one_kind(node: ast.AST) -> bool:
         return dotted(node.func).endswith("mps.is_available")
     name = dotted(node).rsplit(".", 1)[-1].lower()
     return bool(name) and KIND_FLAG.fullmatch(name) is not None
+
+
+def _cpu_test(test: ast.AST) -> bool:
+    """`x == "cpu"`, `x.type == "cpu"`, `device is CPU_DEVICE`, `d == torch.device("cpu")`."""
+    if not (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], (ast.Eq, ast.Is))
+    ):
+        return False
+    for n in (test.left, *test.comparators):
+        if isinstance(n, ast.Call) and dotted(n.func).endswith("device") and n.args:
+            n = n.args[0]
+        if isinstance(n, ast.Constant) and n.value == "cpu":
+            return True
+        if isinstance(n, (ast.Name, ast.Attribute)) and CPU_NAME.fullmatch(
+            dotted(n).split(".")[-1]
+        ):
+            return True
+    return False
 
 
 def _compared(test: ast.AST, ops: tuple[type, ...]) -> bool:

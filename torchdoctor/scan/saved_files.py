@@ -45,9 +45,36 @@ def path_argument(node: ast.Call, position: int, keyword: str) -> ast.expr | Non
     return next((k.value for k in node.keywords if k.arg == keyword), None)
 
 
+# torch factories: without `device=` they build on the CPU.
+FACTORIES = frozenset([
+    "zeros", "ones", "empty", "full", "rand", "randn", "randint", "arange", "tensor", "from_numpy",
+])  # fmt: skip
+
+
+def _host_factory(expr: ast.expr) -> bool:
+    """`torch.empty(n, m)`: a tensor built on the CPU (no `device=`)."""
+    return (
+        isinstance(expr, ast.Call)
+        and dotted(expr.func).startswith("torch.")
+        and dotted(expr.func).rsplit(".", 1)[-1] in FACTORIES
+        and not any(k.arg in ("device", None) for k in expr.keywords)
+    )
+
+
 def cpu_only(expr: ast.expr, scope: ast.AST | None) -> bool:
-    """Is what is saved CPU-only data, by its text or (a name) by what the scope assigns it?"""
+    """Is what is saved CPU-only data, by its text or (a name) by what the scope assigns it:
+    every value a CPU factory's (recognize-anything's batch_inference.py fills
+    `logits = torch.empty(n, k)` with `out.cpu()` rows and saves it; sixteenth blind corpus)?"""
     texts = [ast.unparse(expr)]
+    values = []
     if isinstance(expr, ast.Name) and scope is not None:
-        texts += [ast.unparse(v) for v in assigned_values(scope, expr.id)]
+        # `logits = torch.load(f)` in the other branch reads back what this saves
+        values = [
+            v
+            for v in assigned_values(scope, expr.id)
+            if not (isinstance(v, ast.Call) and dotted(v.func).endswith("torch.load"))
+        ]
+        texts += [ast.unparse(v) for v in values]
+        if values and all(_host_factory(v) for v in values):
+            return True
     return any(CPU_ONLY.search(t) for t in texts)

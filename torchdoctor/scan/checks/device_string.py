@@ -24,6 +24,22 @@ def _places_tensor(ctx: Context, node: ast.Call, attr: str | None) -> bool:
     return attr is not None and bool(PLACING_METHODS.match(attr))
 
 
+def _defines_device(ctx: Context, node: ast.Call) -> dict[str, str]:
+    """`CUDA_DEVICE = torch.device("cuda")`, `self._device = torch.device("cuda")`: a name for
+    a device, which constructs on any machine (like `device = "cuda"`, which no rule flags);
+    what fails is a use of it without a fallback. In sixteen blind corpora all five such lines
+    shown by default were lookalikes (InvokeAI's table of devices, stylegan3's renderer,
+    InstantMesh's app): `low`."""
+    parent = ctx.parents.get(id(node))
+    if isinstance(parent, (ast.Assign, ast.AnnAssign)) and parent.value is node:
+        return {
+            "confidence": "low",
+            "why": "it names a device (torch.device() constructs without CUDA); the pitfall, "
+            "if any, is where the name is used",
+        }
+    return {}
+
+
 def on_call(ctx: Context, node: ast.Call) -> None:
     if ctx.guard:
         return
@@ -56,7 +72,10 @@ def on_call(ctx: Context, node: ast.Call) -> None:
             "pass a device variable chosen once "
             "(torch.device('cuda' if torch.cuda.is_available() else 'cpu'))",
             ctx.replace(c, DEVICE_VARIABLE) if fixable else None,
-            **ctx.written_for_its_machine(f'"{c.value}"'),
+            **(
+                (is_ctor and _defines_device(ctx, node))
+                or ctx.written_for_its_machine(f'"{c.value}"')
+            ),
         )
 
 

@@ -31,21 +31,25 @@ def _compared_with_numbers(ctx: Context, node: ast.Call) -> bool:
     )
 
 
+def _assigned_to(f: ast.AST, node: ast.Call) -> tuple[str, ast.Assign] | None:
+    """`name = <node>` in the function: the name and the assignment."""
+    for stmt in own_nodes([f]):
+        if isinstance(stmt, ast.Assign) and stmt.value is node:
+            if len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+                return stmt.targets[0].id, stmt
+            return None
+    return None
+
+
 def _moved_later(ctx: Context, node: ast.Call) -> bool:
     """`idx = torch.arange(n)` … `idx = idx.to(x.device)` / `idx.type_as(x)` in the same
     function: the tensor reaches the right device before it meets the model's. Or it is only
     used as an index, iterated or compared, where a CPU tensor is fine."""
     f = ctx.func
-    if f is None:
+    found = _assigned_to(f.node, node) if f is not None else None
+    if f is None or found is None:
         return False
-    target, assign = None, None
-    for stmt in own_nodes(list(f.node.body)):
-        if isinstance(stmt, ast.Assign) and stmt.value is node:
-            if len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
-                target, assign = stmt.targets[0].id, stmt
-            break
-    if target is None:
-        return False
+    target, assign = found
     if only_harmless_uses(f.node, lambda n: isinstance(n, ast.Name) and n.id == target, assign):
         return True
     return any(
@@ -56,6 +60,89 @@ def _moved_later(ctx: Context, node: ast.Call) -> bool:
         and sub.func.value.id == target
         for sub in own_nodes(list(f.node.body))
     )
+
+
+# What a tensor's value does not flow through: its shape, dtype, device, a length.
+META = frozenset(["shape", "dtype", "device", "ndim", "size", "dim", "len", "numel"])
+# torch functions that combine their tensor arguments in one computation.
+COMBINING = frozenset([
+    "cat", "concat", "stack", "hstack", "vstack", "where", "matmul", "bmm", "mm", "einsum", "add",
+    "mul", "sub", "div", "maximum", "minimum", "lerp", "addcmul",
+])  # fmt: skip
+
+
+def _built_on(expr: ast.expr, node: ast.AST, name: str | None) -> bool:
+    """Is `expr` the factory call, or the name it is assigned to, through method calls and
+    subscripts (`torch.zeros(n).unsqueeze(0)[..., None]`)? Not through `.shape` and kin."""
+    while True:
+        if expr is node or (isinstance(expr, ast.Name) and expr.id == name):
+            return True
+        if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
+            if expr.func.attr in META:
+                return False
+            expr = expr.func.value
+        elif isinstance(expr, ast.Subscript):
+            expr = expr.value
+        else:
+            return False
+
+
+def _inputs(f: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """forward's inputs, and the names computed from them in its body (`h = self.conv(x)`)."""
+    a = f.args
+    out = {p.arg for p in [*a.posonlyargs, *a.args, *a.kwonlyargs]} - {"self"}
+    for stmt in sorted(own_nodes(list(f.body)), key=lambda n: getattr(n, "lineno", 0)):
+        if isinstance(stmt, ast.Assign) and _reads(stmt.value, out):
+            out |= {n.id for t in stmt.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    return out
+
+
+def _reads(expr: ast.AST, names_: set[str]) -> bool:
+    """Does the expression's value depend on one of the names (not only on its shape)?"""
+    todo = [expr]
+    while todo:
+        n = todo.pop()
+        if isinstance(n, ast.Attribute) and n.attr in META:
+            continue
+        if isinstance(n, ast.Call) and dotted(n.func).rsplit(".", 1)[-1] in META:
+            continue
+        if isinstance(n, ast.Name) and n.id in names_:
+            return True
+        todo.extend(ast.iter_child_nodes(n))
+    return False
+
+
+def _meets_input(ctx: Context, node: ast.Call) -> bool:
+    """Is the factory's result combined with forward's inputs in one computation (`x +
+    torch.randn(n)`, `torch.cat([h, torch.zeros(b, 1)])`, directly or through the name it is
+    assigned to)? That is the crash on a GPU. A factory that meets no input (an index, a
+    shape, a mask or a placeholder built on the host) was never one in sixteen blind corpora:
+    all seven shown by default were lookalikes (yolov7's ONNX NMS stand-ins, dino's crop
+    counts, vit-pytorch's batch index)."""
+    f = ctx.func
+    if f is None:
+        return False
+    found = _assigned_to(f.node, node)
+    target = found[0] if found else None
+
+    def ours(e: ast.expr) -> bool:
+        return _built_on(e, node, target)
+
+    inputs = _inputs(f.node) - ({target} if target else set())
+    for n in own_nodes(list(f.node.body)):
+        if isinstance(n, ast.BinOp):
+            sides = [n.left, n.right]
+        elif isinstance(n, ast.Call) and dotted(n.func).rsplit(".", 1)[-1] in COMBINING:
+            sides = [
+                e for a in n.args for e in (a.elts if isinstance(a, (ast.List, ast.Tuple)) else [a])
+            ]
+            if isinstance(n.func, ast.Attribute) and not ctx.is_torch(n.func.value):
+                sides.append(n.func.value)  # `h.add(torch.ones(n))`
+        else:
+            continue
+        if any(ours(s) for s in sides) and any(not ours(s) and _reads(s, inputs) for s in sides):
+            return True
+    return False
 
 
 def _position_table(ctx: Context) -> bool:
@@ -87,12 +174,14 @@ def on_call(ctx: Context, node: ast.Call) -> None:
     hint = f"{dotted(func)}(…, device=x.device) for an input x"
     if func.attr in LIKE_FACTORIES:
         hint += f", or torch.{func.attr}_like(x)"
+    meets = _meets_input(ctx, node)
     ctx.report(
         "TD302",
         node,
         f"`{dotted(func)}(…)` in `forward` makes a CPU tensor whatever the model's device",
         hint,
-        confidence="medium",
+        confidence="medium" if meets else "low",
+        why=None if meets else "its result meets none of forward's inputs in this function",
     )
 
 

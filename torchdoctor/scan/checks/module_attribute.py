@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 
 from ..astutil import chain, dotted, is_empty_shape, is_number, only_harmless_uses
 from ..context import Check, Class, Context
@@ -88,6 +89,11 @@ def _is_self_attr(root: ast.expr, expr: ast.expr, attr: str) -> bool:
     return False
 
 
+# A module made for export (yolov7's ONNX_ORT / ONNX_TRT wrappers, thirteenth blind corpus) is
+# built on the device it is exported from and traced there, never moved.
+EXPORT_WRAPPER = re.compile(r"onnx|(^|_)trt|tensorrt|export", re.I)
+
+
 def on_assign(ctx: Context, node: ast.Assign | ast.AnnAssign) -> None:
     f = ctx.func
     if not (f and f.cls and f.cls.is_module and f.node.name == "__init__"):
@@ -119,7 +125,11 @@ def on_assign(ctx: Context, node: ast.Assign | ast.AnnAssign) -> None:
                 t,
                 f"`self.{t.attr}` holds a tensor that `model.to(device)` will not move",
                 f'self.register_buffer("{t.attr}", …, persistent=False) or nn.Parameter(…)',
-                confidence="medium",
+                **(
+                    {"confidence": "low", "why": "a module made for export, never moved"}
+                    if EXPORT_WRAPPER.search(f.cls.node.name)
+                    else {"confidence": "medium"}
+                ),
             )
 
 

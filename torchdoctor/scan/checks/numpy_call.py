@@ -163,7 +163,7 @@ def on_call(ctx: Context, node: ast.Call) -> None:
     placed = _placement(func.value)
     if placed is None and isinstance(root, ast.Name):
         placed = _on_device(ctx, root.id, node.lineno)
-    if placed:
+    if placed and not ctx.on_cpu_branch():
         ctx.report(
             "TD403",
             node,

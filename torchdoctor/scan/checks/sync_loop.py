@@ -138,6 +138,13 @@ def _host_number(loop: Loop, node: ast.Call) -> bool:
     )
 
 
+def _metrics_dict(loop: Loop) -> bool:
+    """`for key, val in metrics.items(): metrics[key] = val.item()`: the step's metrics made
+    numbers to be logged, one sync each (jukebox's train.py, fifteenth blind corpus)."""
+    it = getattr(loop.node, "iter", None)
+    return isinstance(it, ast.Call) and call_name(it) == "items" and not it.args
+
+
 def _item_confidence(ctx: Context, node: ast.Call) -> tuple[str, str] | None:
     """(confidence, grounds) of an `.item()` sync, or None when it is not per step."""
     loops = ctx.loops
@@ -152,6 +159,8 @@ def _item_confidence(ctx: Context, node: ast.Call) -> tuple[str, str] | None:
             return None  # no training loop, or the inner loop runs every N steps (validation)
         if _host_number(inner, node):
             return "low", "the value sizes or indexes work on the host: a sync it needs"
+        if _metrics_dict(inner):
+            return "low", "a dict of metrics turned into numbers for logging"
         return "high", "a sync on every iteration of a loop inside the training step"
     stmt = _statement_of(training.node, node)
     if stmt is None:
