@@ -209,3 +209,46 @@ def test_a_tensor_attribute_of_an_onnx_export_wrapper_is_low_yolov7_experimental
             return x - self.mean
     """
     assert scan(tmp_path, text) == [(8, "TD301", "low"), (16, "TD301", "medium")]
+
+
+SAMPLE_GRID = """
+import torch
+
+def train(model, vae, loader, optimizer):
+    for step, batch in enumerate(loader):
+        loss = model(batch)
+        loss.backward()
+        optimizer.step()
+        samples = vae.decode(batch)
+        image = samples.mul(255).clamp_(0, 255).permute(1, 2, 0).to("cpu", {dtype}).numpy()
+"""
+
+
+def test_numpy_of_an_image_made_uint8_cannot_require_grad_pixart_train_latents(tmp_path):
+    """PixArt's train_latents.py writes sample grids: an integer tensor never requires grad,
+    so `.numpy()` works (after the eighteenth blind scoring; a lookalike there)."""
+    assert scan(tmp_path, SAMPLE_GRID.format(dtype="torch.uint8")) == []
+
+
+def test_numpy_of_a_float_sample_still_can_t_call_numpy_on_tensor_that_requires_grad(tmp_path):
+    assert scan(tmp_path, SAMPLE_GRID.format(dtype="torch.float32")) == [(10, "TD401", "medium")]
+
+
+def test_numpy_of_the_loaders_inputs_needs_no_detach_sam_hq_train(tmp_path):
+    """sam-hq's train.py unpacks `inputs, labels = data["image"], data["label"]`, moves them
+    to CUDA and draws boxes from `inputs.cpu().numpy()`: input data never requires grad."""
+    text = """
+    import torch
+
+    def main(net, loader, optimizer):
+        for data in loader:
+            inputs, labels = data["image"], data["label"]
+            if torch.cuda.is_available():
+                inputs = inputs.cuda()
+            imgs = inputs.permute(0, 2, 3, 1).cpu().numpy()
+            masks = net(imgs)
+            masks.{sum}.backward()
+            optimizer.step()
+            out = masks.cpu().numpy()
+    """
+    assert scan(tmp_path, text.replace("{sum}", "sum()")) == [(13, "TD401", "medium")]

@@ -15,10 +15,26 @@ NO_GRAD_RESULT = frozenset([
     "ge", "le", "isnan", "isfinite",
 ])  # fmt: skip
 DTYPE_WORD = re.compile(r"float|half|int|long|bool|double|dtype|complex|bfloat", re.I)
+# An integer or boolean dtype given to `.to(…)` / `.type(…)`: the result cannot require grad
+# (PixArt's `image.mul(255)…to("cpu", torch.uint8).numpy()`, eighteenth blind corpus).
+INT_DTYPE = re.compile(r"\b(u?int(8|16|32|64)|long|short|bool|byte)\b")
+
+
+def _to_integers(receiver: ast.expr) -> bool:
+    """`x.to("cpu", torch.uint8)`, `x.type(torch.long)` somewhere in the chain."""
+    return any(
+        isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Attribute)
+        and n.func.attr in ("to", "type")
+        and any(INT_DTYPE.search(ast.unparse(a)) for a in [*n.args, *(k.value for k in n.keywords)])
+        for n in ast.walk(receiver)
+    )
 
 
 def _grad_visible(ctx: Context, receiver: ast.expr, names: list[str], root: ast.expr) -> bool:
     if ctx.no_grad or {"detach", "data", "item", "tolist"} & set(names):
+        return False
+    if NO_GRAD_RESULT & set(names) or _to_integers(receiver):
         return False
     if {"weight", "bias"} & set(names[-1:]):
         return True
@@ -35,12 +51,26 @@ def _grad_visible(ctx: Context, receiver: ast.expr, names: list[str], root: ast.
     )
 
 
+LABEL_KEYS = frozenset(["labels", "label", "target", "targets"])
+# What a data loader yields: any field of it (`data["image"]`) is input data, not a result of
+# the model (sam-hq's train.py, `inputs = data["image"]` … `inputs.cpu().numpy()`).
+BATCH_NAMES = frozenset(["data", "batch_data", "data_batch", "inputs_dict"])
+
+
 def _without_grad(ctx: Context, name: str, line: int) -> bool:
     """Is `name`, as last assigned before `line`, a tensor that cannot require grad: an index
     or comparison result (`preds = logits.argmax(dim=2)`, `mask = gt > begin`), or a label
     read from the batch (`gt = batch["labels"][:, 1:].to(preds.device)`)? openvla's action
     accuracy, tenth blind corpus: six `.cpu().numpy()` of such tensors."""
     found = _last_assigned(ctx, name, line)
+    # `inputs = inputs.cuda()`: what it was before the move
+    for _ in range(3):
+        if found is None:
+            return False
+        _, root_ = chain(found[1])
+        if not (isinstance(root_, ast.Name) and root_.id == name and found[1] is not root_):
+            break
+        found = _last_assigned(ctx, name, found[0])
     if found is None:
         return False
     last = found[1]
@@ -57,9 +87,11 @@ def _without_grad(ctx: Context, name: str, line: int) -> bool:
     return (
         isinstance(first, ast.Subscript)
         and isinstance(root, ast.Name)
-        and root.id in ("batch", "sample")
         and isinstance(first.slice, ast.Constant)
-        and first.slice.value in ("labels", "label", "target", "targets")
+        and (
+            (root.id in ("batch", "sample") and first.slice.value in LABEL_KEYS)
+            or (root.id in BATCH_NAMES and isinstance(first.slice.value, str))
+        )
     )
 
 
@@ -110,14 +142,31 @@ def _assignments(ctx: Context) -> list[tuple[int, str, ast.expr]]:
     if got is None:
         body = list(f.node.body) if f else list(ctx._module.body if ctx._module else [])
         got = sorted(
-            (n.lineno, t.id, n.value)
+            (n.lineno, t.id, v)
             for n in own_nodes(body)
             if isinstance(n, ast.Assign)
-            for t in n.targets
-            if isinstance(t, ast.Name)
+            for t, v in _pairs(n)
         )
         ctx.memo[key] = got
     return got  # type: ignore[return-value]
+
+
+def _pairs(n: ast.Assign) -> list[tuple[ast.Name, ast.expr]]:
+    """(name, value) of `x = v` and of `a, b = u, v` (sam-hq's `inputs, labels =
+    data["image"], data["label"]`)."""
+    out = []
+    for t in n.targets:
+        if isinstance(t, ast.Name):
+            out.append((t, n.value))
+        elif (
+            isinstance(t, ast.Tuple)
+            and isinstance(n.value, ast.Tuple)
+            and len(t.elts) == len(n.value.elts)
+        ):
+            out += [
+                (e, v) for e, v in zip(t.elts, n.value.elts, strict=True) if isinstance(e, ast.Name)
+            ]
+    return out
 
 
 def _last_assigned(ctx: Context, name: str, line: int) -> tuple[int, ast.expr] | None:
