@@ -98,38 +98,30 @@ def test_a_forward_factory_that_meets_an_input_is_shown_one_that_does_not_is_low
     ]
 
 
+LOGITS_CACHE = """
+import torch
+
+if __name__ == "__main__":
+    logit_file = args.output_dir + "/logits.pth"
+    if os.path.isfile(logit_file):
+        logits = torch.load(logit_file, weights_only=True)
+    else:
+        logits = torch.empty(len(images), len(tags){device})
+        for i, imgs in enumerate(loader):
+            logits[i] = model(imgs.to(device)).cpu()
+        torch.save(logits, logit_file)
+"""
+
+
 def test_a_file_the_script_saved_from_a_cpu_tensor_needs_no_map_location(tmp_path):
     """recognize-anything's batch_inference.py caches `logits = torch.empty(n, k)`, filled
     with `out.cpu()` rows, and loads it back on the next run."""
-    text = """
-    import torch
-
-    if __name__ == "__main__":
-        logit_file = args.output_dir + "/logits.pth"
-        if os.path.isfile(logit_file):
-            logits = torch.load(logit_file, weights_only=True)
-        else:
-            logits = torch.empty(len(images), len(tags))
-            for i, imgs in enumerate(loader):
-                logits[i] = model(imgs.to(device)).cpu()
-            torch.save(logits, logit_file)
-    """
-    assert scan(tmp_path, text) == []
+    assert scan(tmp_path, LOGITS_CACHE.format(device="")) == []
 
 
 def test_the_same_load_of_a_file_saved_from_the_gpu_is_still_reported(tmp_path):
-    text = """
-    import torch
-
-    if __name__ == "__main__":
-        logit_file = args.output_dir + "/logits.pth"
-        if os.path.isfile(logit_file):
-            logits = torch.load(logit_file, weights_only=True)
-        else:
-            logits = torch.empty(len(images), len(tags), device="cuda")
-            torch.save(logits, logit_file)
-    """
-    assert [r for _, r, _ in scan(tmp_path, text)] == ["TD101", "TD002"]
+    found = scan(tmp_path, LOGITS_CACHE.format(device=', device="cuda"'))
+    assert [r for _, r, _ in found] == ["TD101", "TD002"]
 
 
 def test_a_metric_logger_loop_syncs_for_its_own_timing_dino_main_dino(tmp_path):

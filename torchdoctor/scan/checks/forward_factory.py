@@ -112,6 +112,21 @@ def _reads(expr: ast.AST, names_: set[str]) -> bool:
     return False
 
 
+def _combinations(ctx: Context, f: ast.AST):
+    """The operands of each computation in the function that combines tensors: both sides of
+    an arithmetic operator, the tensors given to `torch.cat`/`stack`/`where`…"""
+    for n in own_nodes(list(f.body)):  # type: ignore[attr-defined]
+        if isinstance(n, ast.BinOp):
+            yield [n.left, n.right]
+        elif isinstance(n, ast.Call) and dotted(n.func).rsplit(".", 1)[-1] in COMBINING:
+            sides = [
+                e for a in n.args for e in (a.elts if isinstance(a, (ast.List, ast.Tuple)) else [a])
+            ]
+            if isinstance(n.func, ast.Attribute) and not ctx.is_torch(n.func.value):
+                sides.append(n.func.value)  # `h.add(torch.ones(n))`
+            yield sides
+
+
 def _meets_input(ctx: Context, node: ast.Call) -> bool:
     """Is the factory's result combined with forward's inputs in one computation (`x +
     torch.randn(n)`, `torch.cat([h, torch.zeros(b, 1)])`, directly or through the name it is
@@ -128,18 +143,12 @@ def _meets_input(ctx: Context, node: ast.Call) -> bool:
     def ours(e: ast.expr) -> bool:
         return _built_on(e, node, target)
 
-    inputs = _inputs(f.node) - ({target} if target else set())
-    for n in own_nodes(list(f.node.body)):
-        if isinstance(n, ast.BinOp):
-            sides = [n.left, n.right]
-        elif isinstance(n, ast.Call) and dotted(n.func).rsplit(".", 1)[-1] in COMBINING:
-            sides = [
-                e for a in n.args for e in (a.elts if isinstance(a, (ast.List, ast.Tuple)) else [a])
-            ]
-            if isinstance(n.func, ast.Attribute) and not ctx.is_torch(n.func.value):
-                sides.append(n.func.value)  # `h.add(torch.ones(n))`
-        else:
-            continue
+    key = f"td302:{id(f.node)}"
+    if key not in ctx.memo:  # once per forward, however many factories it holds
+        ctx.memo[key] = (_inputs(f.node), list(_combinations(ctx, f.node)))
+    inputs, combinations = ctx.memo[key]
+    inputs = inputs - {target}
+    for sides in combinations:
         if any(ours(s) for s in sides) and any(not ours(s) and _reads(s, inputs) for s in sides):
             return True
     return False
