@@ -158,8 +158,10 @@ class Context(SourcePositions, Bindings, DeviceGuards, CallSites, ast.NodeVisito
     @property
     def trains(self) -> bool:
         """Is the file training code, by its name (TRAINING_FILE)?"""
-        stem = self.path.replace("\\", "/").rsplit("/", 1)[-1].rsplit(".", 1)[0]
-        return bool(TRAINING_FILE.search(stem))
+        if "trains" not in self.memo:
+            stem = self.path.replace("\\", "/").rsplit("/", 1)[-1].rsplit(".", 1)[0]
+            self.memo["trains"] = bool(TRAINING_FILE.search(stem))
+        return bool(self.memo["trains"])
 
     @property
     def is_script(self) -> bool:
