@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 # A name that shows the author thought about the device: guards, device-specific functions.
 # "offload": moving weights between host and an accelerator presumes the accelerator.
@@ -19,7 +19,8 @@ GUARD_WORD = re.compile(
     r"|world_size|(^|_)(distributed|ddp)($|_)|tensorrt|(^|_)trt($|_)",
     re.I,
 )
-CUDA_LITERAL = re.compile(r"cuda(:\d+)?")
+# A CUDA device string: "cuda", "cuda:0".
+CUDA_STRING = re.compile(r"cuda(:\d+)?")
 DEVICE_SPECIFIC_NAME = re.compile(r"cuda|gpu|cudnn|nccl|triton|cutlass", re.I)
 NO_GRAD_WORD = re.compile(r"no_grad|inference_mode")
 SKIP_CALL_WORD = re.compile(r"skip|exit|abort", re.I)
@@ -47,27 +48,38 @@ def names(node: ast.AST) -> Iterator[str]:
 CPU_WORD = re.compile(r"(^|_)(cpu|mps)($|_)", re.I)
 
 
-def _cuda_literal(node: ast.AST) -> bool:
-    """`"cuda"`, `"cuda:0"`, `torch.device("cuda")`."""
+def device_arg(node: ast.AST) -> ast.AST:
+    """What names the device: the argument of `torch.device(…)`, else the node itself."""
     if isinstance(node, ast.Call) and dotted(node.func).endswith("device") and node.args:
-        node = node.args[0]
+        return node.args[0]
+    return node
+
+
+def device_literal(node: ast.AST) -> str | None:
+    """The device a literal names: `"cuda:0"`, `torch.device("cpu")` -> "cpu"."""
+    node = device_arg(node)
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+def compares(test: ast.AST, ops: tuple[type, ...], side: Callable[[ast.AST], bool]) -> bool:
+    """A single comparison `a <op> b`, op one of `ops`, with either side passing `side`."""
     return (
-        isinstance(node, ast.Constant)
-        and isinstance(node.value, str)
-        and CUDA_LITERAL.fullmatch(node.value) is not None
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ops)
+        and any(side(n) for n in (test.left, *test.comparators))
     )
+
+
+def _cuda_literal(node: ast.AST) -> bool:
+    return CUDA_STRING.fullmatch(device_literal(node) or "") is not None
 
 
 def off_cuda_test(expr: ast.AST) -> bool:
     """`x.device != torch.device("cuda")`: true where the tensor is not on CUDA, so what it
     guards runs there, and a `.to("cuda")` under it is the crash (CompVis stable-diffusion's
     DDIMSampler.register_buffer on every Mac, third blind corpus)."""
-    return (
-        isinstance(expr, ast.Compare)
-        and len(expr.ops) == 1
-        and isinstance(expr.ops[0], (ast.NotEq, ast.IsNot))
-        and any(_cuda_literal(n) for n in (expr.left, *expr.comparators))
-    )
+    return compares(expr, (ast.NotEq, ast.IsNot), _cuda_literal)
 
 
 def is_guard(expr: ast.AST) -> bool:

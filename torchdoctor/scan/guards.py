@@ -9,7 +9,16 @@ import ast
 import re
 from collections.abc import Callable
 
-from .astutil import DEVICE_SPECIFIC_NAME, dotted, is_guard, is_guard_else, names
+from .astutil import (
+    DEVICE_SPECIFIC_NAME,
+    compares,
+    device_arg,
+    device_literal,
+    dotted,
+    is_guard,
+    is_guard_else,
+    names,
+)
 
 NOT_CUDA = frozenset(["cpu", "mps"])
 KIND_FLAG = re.compile(r"(use_|on_|is_)?(cpu|mps)(_only)?")
@@ -88,33 +97,23 @@ def _one_kind(node: ast.AST) -> bool:
     return bool(name) and KIND_FLAG.fullmatch(name) is not None
 
 
+def _cpu_side(node: ast.AST) -> bool:
+    """`"cpu"`, `torch.device("cpu")`, a name for the CPU device (`_CPU_DEVICE`)."""
+    node = device_arg(node)
+    if device_literal(node) == "cpu":
+        return True
+    return isinstance(node, (ast.Name, ast.Attribute)) and bool(
+        CPU_NAME.fullmatch(dotted(node).split(".")[-1])
+    )
+
+
 def _cpu_test(test: ast.AST) -> bool:
     """`x == "cpu"`, `x.type == "cpu"`, `device is CPU_DEVICE`, `d == torch.device("cpu")`."""
-    if not (
-        isinstance(test, ast.Compare)
-        and len(test.ops) == 1
-        and isinstance(test.ops[0], (ast.Eq, ast.Is))
-    ):
-        return False
-    for n in (test.left, *test.comparators):
-        if isinstance(n, ast.Call) and dotted(n.func).endswith("device") and n.args:
-            n = n.args[0]
-        if isinstance(n, ast.Constant) and n.value == "cpu":
-            return True
-        if isinstance(n, (ast.Name, ast.Attribute)) and CPU_NAME.fullmatch(
-            dotted(n).split(".")[-1]
-        ):
-            return True
-    return False
+    return compares(test, (ast.Eq, ast.Is), _cpu_side)
 
 
 def _compared(test: ast.AST, ops: tuple[type, ...]) -> bool:
-    return (
-        isinstance(test, ast.Compare)
-        and len(test.ops) == 1
-        and isinstance(test.ops[0], ops)
-        and any(_one_kind(n) for n in (test.left, *test.comparators))
-    )
+    return compares(test, ops, _one_kind)
 
 
 def _mentions_cuda(test: ast.AST) -> bool:

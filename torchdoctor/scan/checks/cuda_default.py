@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import ast
 
-from ..astutil import dotted
+from ..astutil import CUDA_STRING, dotted
 from ..context import Check, Context
-from .device_string import CUDA_STRING
 
 CALLED_THROUGH = frozenset(["forward", "__call__"])  # run as `m(…)`, never by name
 

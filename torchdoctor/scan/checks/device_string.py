@@ -5,10 +5,9 @@ from __future__ import annotations
 import ast
 import re
 
-from ..astutil import dotted
+from ..astutil import CUDA_STRING, dotted
 from ..context import DEVICE_VARIABLE, Check, Context
 
-CUDA_STRING = re.compile(r"cuda(:\d+)?")
 # `check_device(x, device="cuda")` compares, it does not place a tensor.
 PREDICATE_CALL = re.compile(r"^_?(check|is|has|assert|expect|require|skip)", re.I)
 # Tensor methods that take a device: `x.new_zeros(…, device=…)`, `x.to(device=…)`.

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import ast
 
+from ..astutil import CUDA_STRING
 from ..context import Check, Context
 from .cuda_api import RAISING
 from .cuda_call import is_tensor_cuda
-from .device_string import CUDA_STRING
 
 
 def _cuda_code(ctx: Context, node: ast.Call) -> str | None:
