@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import textwrap
 
+from torchdoctor.scan import scan_paths
 from torchdoctor.scan.engine import ScanOptions, scan_source
 
 
@@ -265,12 +266,13 @@ def test_losses_summed_each_step_and_returned_are_shown_by_the_caller_ppo_litgpt
     assert _td402(kept) == [(9, "medium")]
 
 
-def test_gpu_checkpoint_load_in_device_parameterised_code_is_shown_sfujim_bcq():
+def test_gpu_checkpoint_load_in_device_parameterised_code_is_shown_sfujim_bcq(tmp_path):
     """sfujim/BCQ's DDPG.py (thirteenth corpus, scored blind: six crashes missed): the agent
     takes its device from main.py, which falls back to the CPU, and loads its saved networks
-    with a bare `torch.load`. The file itself has no fallback, but code that runs on whatever
-    device it is given is meant to run on the CPU too."""
-    src = """
+    with a bare `torch.load`. The file itself has no fallback, but its importer runs it on the
+    CPU where CUDA is absent. Without such an importer the same load is `low`: of the eighteen
+    blind corpora's loads in device-taking code with none, 1 of 14 was a crash (torch_load.py)."""
+    agent = """
     import torch
 
     class DDPG(object):
@@ -280,7 +282,18 @@ def test_gpu_checkpoint_load_in_device_parameterised_code_is_shown_sfujim_bcq():
         def load(self, filename):
             self.critic.load_state_dict(torch.load(filename + "_critic"))
     """
-    assert _confidences(src, "TD101") == [(9, "medium")]
+    main = """
+    import torch
+    import DDPG
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    """
+    assert _confidences(agent, "TD101") == [(9, "low")]
+    (tmp_path / "DDPG.py").write_text(textwrap.dedent(agent))
+    (tmp_path / "main.py").write_text(textwrap.dedent(main))
+    found = scan_paths([str(tmp_path)], ScanOptions(confidence="low"), jobs=1).findings
+    td101 = [f for f in found if f.rule == "TD101"]
+    assert [(f.line, f.confidence) for f in td101] == [(9, "medium")]
+    assert "main.py imports it and falls back to the CPU" in (td101[0].grounds or "")
 
 
 def test_a_training_function_that_saves_and_meets_the_ranks_still_loads_unsafely_yolov7():

@@ -32,7 +32,7 @@ from .confidence import lower
 from .cuda_only import DEVICE_RULES, cuda_only_reason
 from .guards import DeviceGuards
 from .hooks import AssignHook, CallHook, Check, Hooks
-from .positions import NEWLINE, SourcePositions
+from .positions import NEWLINE, Judged, Needs, SourcePositions
 from .project import FileSummary
 from .scopes import Class, Func, Loop
 
@@ -103,15 +103,17 @@ class Context(SourcePositions, Bindings, DeviceGuards, CallSites, ast.NodeVisito
         self.memo: dict[str, object] = {}  # per-file facts a check computes once
         self.in_defaults = 0  # > 0 while a function's parameter defaults are visited
 
-    def _judged(self, rule: str, confidence: str, why: str | None) -> tuple[str, str | None]:
+    def _judged(self, rule: str, confidence: str, why: str | None, needs: Needs) -> Judged:
         if rule not in DEVICE_RULES:
-            return confidence, why
+            return confidence, why, needs
         if "cuda_only" not in self.memo:
             self.memo["cuda_only"] = cuda_only_reason(self.text)
         reason = self.memo["cuda_only"]
         if reason is None:
-            return confidence, why
-        return lower(confidence, "low"), str(reason)
+            return confidence, why, needs
+        # callers that leave a CUDA default out cannot raise it: the file runs on CUDA anyway
+        kept = None if needs and needs[0] == "callers" else needs
+        return lower(confidence, "low"), str(reason), kept
 
     @property
     def in_class(self) -> bool:

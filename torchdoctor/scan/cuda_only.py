@@ -6,6 +6,9 @@ anyway. Told by what the file says of itself (never by running it):
 - it imports bitsandbytes' CUDA kernels, SageMaker's model-parallel library, vLLM's engine
   internals (`from vllm.model_executor …`), or builds a CUDA
   extension (`CUDAExtension`, `load_inline(... cuda_sources=...)`, `.cu` sources);
+- it is a Cog predictor (`from cog import BasePredictor`): Replicate builds it into the
+  container its `cog.yaml` describes, and a predictor that names CUDA asks there for a GPU
+  (every one of the nine cog.yaml files in the eighteen blind corpora says `gpu: true`);
 - it puts each process on the GPU of its rank (`.cuda(rank)`, `.cuda(args.local_rank)`,
   `torch.device("cuda", rank)`);
 - it pins its process to a GPU (`torch.cuda.set_device(…)`) and names no other device at all:
@@ -35,6 +38,7 @@ MARKERS: tuple[tuple[re.Pattern[str], str], ...] = (
     # vLLM's model runners and engine internals (2noise/ChatTTS's velocity/model_runner.py,
     # third blind scan corpus: CUDA graphs and device="cuda" throughout, built only on Linux GPUs)
     (re.compile(r"^\s*from\s+vllm\.\w+", re.M), "imports vLLM's engine internals"),
+    (re.compile(r"^\s*(?:from\s+cog\s+import|import\s+cog\b)", re.M), "is a Cog predictor"),
     (
         re.compile(r"\bCUDAExtension\b|cuda_sources\s*=|[\"'][\w/.-]+\.cu[\"']"),
         "builds CUDA kernels",
@@ -55,7 +59,7 @@ DEVICE_RULES = frozenset([
     "TD001", "TD002", "TD003", "TD004", "TD005", "TD101", "TD103", "TD202", "TD501", "TD502",
 ])  # fmt: skip
 QUICK = re.compile(
-    r"nccl|bitsandbytes|smdistributed|vllm\.|CUDAExtension|cuda_sources|\.cu[\"']|set_device"
+    r"nccl|bitsandbytes|smdistributed|vllm\.|\bcog\b|CUDAExtension|cuda_sources|\.cu[\"']|set_device"
     r"|" + RANK_GPU
 )
 

@@ -9,6 +9,8 @@ import re
 from .model import Edit, Finding
 
 NEWLINE = re.compile(r"\r\n|\r|\n")
+Needs = tuple[str, ...] | None  # what a finding's verdict needs from the project (project.py)
+Judged = tuple[str, str | None, Needs]  # confidence, grounds, needs
 
 
 class SourcePositions:
@@ -73,9 +75,9 @@ class SourcePositions:
         *,
         confidence: str = "high",
         why: str | None = None,
-        needs: tuple[str, ...] | None = None,
+        needs: Needs = None,
     ) -> None:
-        confidence, why = self._judged(rule, confidence, why)
+        confidence, why, needs = self._judged(rule, confidence, why, needs)
         line, end_line = node.lineno, node.end_lineno or node.lineno  # type: ignore[attr-defined]
         code = self.lines[line - 1].strip() if line - 1 < len(self.lines) else ""
         self.findings.append(
@@ -96,7 +98,8 @@ class SourcePositions:
             )
         )
 
-    def _judged(self, rule: str, confidence: str, why: str | None) -> tuple[str, str | None]:
-        """The confidence a finding keeps once what is known of the whole file is weighed
-        (the scan's Context lowers it in files made for CUDA only)."""
-        return confidence, why
+    def _judged(self, rule: str, confidence: str, why: str | None, needs: Needs) -> Judged:
+        """The confidence a finding keeps once what is known of the whole file is weighed, and
+        what it still needs from the project (the scan's Context lowers it in files made for
+        CUDA only)."""
+        return confidence, why, needs

@@ -9,13 +9,17 @@ another at the next run (the callers of a function are looked up in the current 
 needs:
 - ("mps",): the finding crashes only on an MPS device; kept as reported when some file of the
   project picks one, lowered to `low` otherwise.
-- ("saved", key, …): a `torch.load` of a file; dropped when the project itself writes a file of
-  that key from CPU-only data (RNG or scheduler state, a dataset cache).
+- ("saved", mode, key, …): a `torch.load` of a file; dropped when the project itself writes a
+  file of that key from CPU-only data (RNG or scheduler state, a dataset cache). With mode
+  "caller" (code that takes its device from a caller), lowered to `low` unless a file of the
+  project that imports this one falls back to the CPU (a main.py that passes the device on).
 - ("callers", name, param, index, "public"|"private"|"script"): a `param="cuda"` default of
   `name`; dropped when every call of `name` in the project passes `param` (by keyword, or by
   position `index`), `high` when some call leaves it out, else as reported (public) or `low`
   (private: an `_name`, or a function of a script). A script with no CPU fallback of its own
-  stays `low` even when called without it: its default is its author's machine.
+  stays `low` even when called without it: its default is its author's machine. Calls in files
+  made to run on CUDA only (cuda_only.py: a Cog predictor, an NCCL trainer) are not looked at:
+  there the default is the machine.
 """
 
 from __future__ import annotations
@@ -39,6 +43,8 @@ class FileSummary:
     cpu_saves: list[str] = field(default_factory=list)  # keys of files saved from CPU data
     cuda_only: str | None = None  # why importing the file needs CUDA (compiles_cuda_at_import)
     imports: list[str] = field(default_factory=list)  # modules it imports ("model", "..op")
+    fallback: bool = False  # the file picks the CPU where CUDA is absent (context.CPU_FALLBACK)
+    cuda_host: bool = False  # the file runs on CUDA only (cuda_only.cuda_only_reason)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -46,6 +52,8 @@ class FileSummary:
             "cpu_saves": list(self.cpu_saves),
             "cuda_only": self.cuda_only,
             "imports": list(self.imports),
+            "fallback": self.fallback,
+            "cuda_host": self.cuda_host,
         }
 
     @classmethod
@@ -56,6 +64,8 @@ class FileSummary:
             [str(k) for k in doc["cpu_saves"]],
             None if only is None else str(only),
             [str(m) for m in doc["imports"]],
+            bool(doc["fallback"]),
+            bool(doc["cuda_host"]),
         )
 
 
@@ -113,6 +123,7 @@ class Project:
         self.cpu_saved = {k for s in summaries.values() for k in s.cpu_saves}
         self._cpu_only: bool | None = None  # computed on first need
         self._cuda_only: dict[str, str] | None = None  # computed on first need
+        self._fallback_importers: dict[str, str] | None = None  # computed on first need
         self._calls: dict[Wanted, list[Call]] = {}
         if key and memo and memo.get("key") == key:
             self._load_memo(memo)
@@ -141,7 +152,13 @@ class Project:
         (callsites.py)."""
         todo = self.missing(wanted)
         if todo:
-            self.add_calls(todo, search_calls(list(self.summaries), todo, self.read))
+            self.add_calls(todo, search_calls(self.caller_paths, todo, self.read))
+
+    @property
+    def caller_paths(self) -> list[str]:
+        """The files whose calls count: not those made to run on CUDA only, where a CUDA
+        default is the machine (LLaVA's Cog predict.py calls its builder without device=)."""
+        return [p for p, s in self.summaries.items() if not s.cuda_host]
 
     def missing(self, wanted: Iterable[Wanted]) -> list[Wanted]:
         return sorted(w for w in set(wanted) if w not in self._calls)
@@ -174,6 +191,18 @@ class Project:
         if self._cuda_only is None:
             self._cuda_only = imports_cuda_only(self.summaries)
         return self._cuda_only.get(path)
+
+    def fallback_importer(self, path: str) -> str | None:
+        """A file of the project that imports `path` and falls back to the CPU itself: code
+        that takes its device from a caller is then run without CUDA (BCQ's agents, given the
+        device by a main.py that picks the CPU where CUDA is absent; thirteenth blind corpus)."""
+        if self._fallback_importers is None:
+            self._fallback_importers = {}
+            for src, targets in import_edges(self.summaries).items():
+                if self.summaries[src].fallback:
+                    for t in targets:
+                        self._fallback_importers.setdefault(t, src)
+        return self._fallback_importers.get(path)
 
 
 def search_calls(
@@ -324,6 +353,16 @@ def _candidates(path: str, module: str) -> list[str]:
     return out
 
 
+def import_edges(summaries: dict[str, FileSummary]) -> dict[str, list[str]]:
+    """path -> the scanned files it imports unconditionally (those it may import)."""
+    edges: dict[str, list[str]] = {}
+    for path, s in summaries.items():
+        found = [c for module in s.imports for c in _candidates(path, module) if c in summaries]
+        if found:
+            edges[path] = found
+    return edges
+
+
 def imports_cuda_only(summaries: dict[str, FileSummary]) -> dict[str, str]:
     """Files that import (directly or through other files of the project, unconditionally) a
     file whose import compiles CUDA kernels: stylegan2-pytorch's fid.py imports model.py, which
@@ -332,15 +371,7 @@ def imports_cuda_only(summaries: dict[str, FileSummary]) -> dict[str, str]:
     seeds = {p for p, s in summaries.items() if s.cuda_only}
     if not seeds:
         return {}  # the common case: nothing to propagate, nothing resolved
-    edges: dict[str, list[str]] = {}
-    for path, s in summaries.items():
-        if path in seeds:
-            continue
-        found = []
-        for module in s.imports:
-            found += [c for c in _candidates(path, module) if c in summaries]
-        if found:
-            edges[path] = found
+    edges = {p: t for p, t in import_edges(summaries).items() if p not in seeds}
     # the seed each file is CUDA-only through: "upfirdn2d.py: it compiles CUDA kernels when …"
     origin = {p: f"{os.path.basename(p)}: {summaries[p].cuda_only}" for p in seeds}
     why: dict[str, str] = {}
@@ -365,7 +396,18 @@ def _decide(f: Finding, project: Project) -> Finding | None:
         why = "no scanned file picks an MPS device: it fails only where a user passes one"
         return replace(f, confidence=lower(f.confidence, "low"), grounds=why)
     if kind == "saved":
-        return None if set(args) & project.cpu_saved else f
+        if set(args[1:]) & project.cpu_saved:
+            return None
+        if args[0] != "caller" or f.confidence == "low":
+            return f
+        src = project.fallback_importer(f.path)
+        if src is not None:
+            return replace(f, grounds=f"{f.grounds}; {src} imports it and falls back to the CPU")
+        why = (
+            "the code takes its device from a caller, but no scanned file that imports it "
+            "falls back to the CPU: a GPU-saved file fails only on a machine it may not be for"
+        )
+        return replace(f, confidence="low", grounds=why)
     if kind == "callers":
         name, param, index = args[0], args[1], int(args[2])
         calls = project.calls((name, param, index, f.path))

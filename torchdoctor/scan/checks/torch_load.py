@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import re
+from typing import Any
 
 from ..astutil import assigned_values, dotted
 from ..context import DEVICE_VARIABLE, Check, Context
@@ -18,6 +19,9 @@ CPU_ONLY_STATE = re.compile(r"rng|random|sched|scaler|lr_|cache|processed|offloa
 SAFE_GLOBALS = re.compile(r"safe_globals$")
 # Code that runs on whatever device it is given: `.to(device)`, a `device` parameter.
 DEVICE_PARAMETER = re.compile(r"\.to\(\s*(?:self\.|args\.)?device\s*[,)]|def \w+\([^)]*\bdevice\b")
+# A command-line option that picks the device: the user may ask for the CPU (CogVideo's
+# cli_vae_demo.py loads GPU-encoded latents under `--device`).
+DEVICE_OPTION = re.compile(r"""["']--device["']""")
 WEIGHTS_ONLY_DEFAULT = (2, 6)  # torch.load defaults to weights_only=True from 2.6 on
 
 
@@ -49,9 +53,11 @@ def _load_keys(ctx: Context, node: ast.Call) -> list[str]:
     return sorted(set(keys))
 
 
-def _saved_needs(ctx: Context, node: ast.Call) -> tuple[str, ...] | None:
+def _saved_needs(ctx: Context, node: ast.Call, mode: str) -> tuple[str, ...] | None:
+    """project.py decides: dropped for a file the project saves from CPU data; with mode
+    "caller", kept only where a file that imports this one falls back to the CPU."""
     keys = _load_keys(ctx, node)
-    return ("saved", *keys) if keys else None
+    return ("saved", mode, *keys) if keys or mode == "caller" else None
 
 
 # torch.distributed calls that move objects between the ranks of one job
@@ -99,26 +105,30 @@ def _packaged(ctx: Context, node: ast.Call) -> bool:
     )
 
 
-def _runs_without_cuda(ctx: Context) -> dict[str, str]:
+def _judged_load(ctx: Context, node: ast.Call) -> dict[str, Any]:
     """A GPU-saved file fails to load only on a machine without CUDA: `high` where the file
-    is meant to run there (it falls back to the CPU itself), `medium` in code that takes its
-    device from a caller (`def __init__(self, …, device)`, `.to(device)`: BCQ's agents, given
-    the CPU by a main.py that falls back), `low` elsewhere. Of 92 such loads labelled blind in
-    fourteen public corpora, 18 of 35 were crashes in files with their own fallback, 12 of 38 in
-    device-parameterised files, 1 of 19 in the others (benchmarks/scan_blind*)."""
+    is meant to run there (it falls back to the CPU itself), `medium` where a `--device`
+    option lets the user pick the CPU (outside training code), or in code that takes its
+    device from a caller (`def __init__(self, …, device)`, `.to(device)`) when a file of the
+    project that imports it falls back to the CPU (BCQ's agents and their main.py;
+    project.py decides), `low` elsewhere. Of the medium loads of eighteen blind corpora, 8 of
+    11 with such an importer were crashes and 1 of 14 without one (benchmarks/scan_blind*)."""
     if ctx.falls_back_to_cpu:
-        return {}
+        return {"needs": _saved_needs(ctx, node, "")}
     if "device_parameter" not in ctx.memo:
+        ctx.memo["device_option"] = bool(DEVICE_OPTION.search(ctx.text))
         ctx.memo["device_parameter"] = bool(DEVICE_PARAMETER.search(ctx.text))
+    if ctx.memo["device_option"] and not ctx.trains:  # a trainer's option names its GPUs
+        why = "a --device option lets the user pick the CPU"
+        return {"confidence": "medium", "why": why, "needs": _saved_needs(ctx, node, "")}
     if ctx.memo["device_parameter"]:
-        return {
-            "confidence": "medium",
-            "why": "the code takes its device from a caller, which may pick the CPU",
-        }
+        why = "the code takes its device from a caller, which may pick the CPU"
+        return {"confidence": "medium", "why": why, "needs": _saved_needs(ctx, node, "caller")}
     return {
         "confidence": "low",
         "why": "nothing in the file runs it without CUDA (no CPU fallback): a GPU-saved file "
         "fails only on a machine this code may not be meant for",
+        "needs": _saved_needs(ctx, node, ""),
     }
 
 
@@ -143,8 +153,7 @@ def _torch_load(ctx: Context, node: ast.Call) -> None:
             "`torch.load` without `map_location` fails on a CPU machine for a GPU-saved file",
             f"torch.load(…, map_location={target})",
             ctx.insert_after(last, f", map_location={target}") if edit else None,
-            needs=_saved_needs(ctx, node),
-            **_runs_without_cuda(ctx),
+            **_judged_load(ctx, node),
         )
     torch_min = ctx.project.torch_min
     if "weights_only" in kw or "pickle_module" in kw or ctx.in_with(SAFE_GLOBALS):
