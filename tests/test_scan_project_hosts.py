@@ -61,7 +61,7 @@ def test_a_cog_predictors_own_cuda_default_is_low_voicecraft_predict(tmp_path):
 
     class Aligner:
         def __init__(self, model_name, device="cuda"):
-            self.device = device
+            self.model = load_align_model(model_name).to(device)
 
     class Predictor(BasePredictor):
         def setup(self):

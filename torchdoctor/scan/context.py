@@ -42,10 +42,12 @@ MAIN = re.compile(r"""^if\s+__name__\s*==\s*['"]__main__['"]""", re.M)
 # constraints.py).
 TRAINING_FILE = re.compile(r"(?:^|[^a-z]|pre)train", re.I)
 # The file picks the CPU where CUDA is absent: `… if torch.cuda.is_available() else "cpu"`,
-# `if not torch.cuda.is_available():`.
+# `if not torch.cuda.is_available():`; or runs there by default: `--device` defaults to "cpu"
+# (Grounded-Segment-Anything's OSX demo, twentieth blind corpus).
 CPU_FALLBACK = re.compile(
     r"""else\s+(?:torch\.device\(\s*)?["']cpu["']|is_available\(\)\s*else\s"""
     r"|if\s+not\s+torch\.cuda\.is_available\(\)"
+    r"""|["']--device["'][^)]*?default\s*=\s*["']cpu["']"""
 )
 
 __all__ = [

@@ -46,6 +46,35 @@ def cuda_default(default: ast.expr) -> str | None:
     return None
 
 
+def _self_attr(target: ast.expr) -> str | None:
+    if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name):
+        return target.attr if target.value.id == "self" else None
+    return None
+
+
+def _unused(node: ast.FunctionDef | ast.AsyncFunctionDef, param: str, module: ast.AST) -> bool:
+    """The parameter is only kept, `self.x = param`, and `self.x` is read nowhere in the file:
+    its default reaches no tensor (eai-vc's FrozenEmbeddingDataset keeps `device="cuda"` while
+    its `.to(self.device)` lines are commented out; twentieth blind corpus). A parameter never
+    read at all is still reported: a stub or base method whose overrides use it."""
+    kept: set[str] = set()
+    stored: set[int] = set()  # the `param` of each `self.x = param`
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Assign) and isinstance(sub.value, ast.Name):
+            attrs = [_self_attr(t) for t in sub.targets]
+            if sub.value.id == param and all(attrs):
+                kept.update(a for a in attrs if a)
+                stored.add(id(sub.value))
+    for sub in ast.walk(node):
+        is_read = isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load) and sub.id == param
+        if is_read and id(sub) not in stored:
+            return False
+    return bool(kept) and not any(
+        isinstance(sub, ast.Attribute) and sub.attr in kept and isinstance(sub.ctx, ast.Load)
+        for sub in ast.walk(module)
+    )
+
+
 def on_def(ctx: Context, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
     header = ctx.lines[node.lineno - 1 : node.body[0].lineno]
     if not any("cuda" in line for line in header) or ctx.guard:
@@ -59,7 +88,7 @@ def on_def(ctx: Context, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
     wanted = f".{name}" if cls is not None and node.name != "__init__" else name
     for param, default, index in _defaults(node):
         value = cuda_default(default)
-        if value is None:
+        if value is None or _unused(node, param, ctx.module):
             continue
         at = index - 1 if method and index >= 0 else index  # callers do not pass self
         # a script's default is the machine its author runs it on (a CLI's default device:

@@ -256,9 +256,53 @@ def _url_load(ctx: Context, node: ast.Call) -> None:
     )
 
 
+def _forwarded(ctx: Context, node: ast.Call) -> tuple[str, ...] | None:
+    """`torch.load(path, **kwargs)` in `def load_checkpoint(path, **kwargs)`: the options are
+    the callers'. The project view looks for a call of the function that leaves `weights_only`
+    out (guided-diffusion's dist_util.load_state_dict, eai-vc's load_checkpoint: every caller
+    passes map_location only; nineteenth and twentieth blind corpora). None when the `**`
+    is not the function's own `**kwargs`, or the function is called through its object."""
+    f = ctx.func
+    star = [k.value for k in node.keywords if k.arg is None]
+    if f is None or f.node.args.kwarg is None or len(star) != 1:
+        return None
+    if not (isinstance(star[0], ast.Name) and star[0].id == f.node.args.kwarg.arg):
+        return None
+    name = f.node.name
+    if name in ("__init__", "forward", "__call__"):
+        return None
+    wanted = f".{name}" if f.cls is not None else name
+    scope = "private" if name.startswith("_") else "public"
+    return ("callers", wanted, "weights_only", "-1", scope)
+
+
+def _forwarded_load(ctx: Context, node: ast.Call) -> None:
+    torch_min = ctx.project.torch_min
+    if torch_min is not None and torch_min >= WEIGHTS_ONLY_DEFAULT:
+        return
+    needs = _forwarded(ctx, node)
+    if needs is None or any(k.arg in ("weights_only", "pickle_module") for k in node.keywords):
+        return
+    ctx.report(
+        "TD102",
+        node,
+        "`torch.load(…, **kwargs)` whose callers do not pass `weights_only`: unpickling can run "
+        "arbitrary code",
+        "pass weights_only=True from the callers (or set it here); weights_only=False only for "
+        "trusted files",
+        confidence="medium",
+        why="the options come from the callers of the function",
+        needs=needs,
+    )
+
+
 def on_call(ctx: Context, node: ast.Call) -> None:
-    if any(k.arg is None for k in node.keywords) or (not node.args and not node.keywords):
-        return  # **kwargs may carry the arguments: unsure, so quiet
+    if not node.args and not node.keywords:
+        return
+    if any(k.arg is None for k in node.keywords):
+        if ctx.torch_call(node) == "load":
+            _forwarded_load(ctx, node)
+        return  # otherwise **kwargs may carry the arguments: unsure, so quiet
     name = ctx.torch_call(node)
     if name == "load":
         _torch_load(ctx, node)

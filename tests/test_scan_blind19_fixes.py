@@ -1,0 +1,135 @@
+"""What the nineteenth and twentieth blind corpora showed once scored (benchmarks/scan_blind19,
+20; results-blind.md): loads whose options come from the callers' `**kwargs`, scripts whose
+`--device` defaults to the CPU, and CUDA defaults that reach no tensor. Not blind: these rules
+were written after seeing the scores."""
+
+from __future__ import annotations
+
+import textwrap
+
+from torchdoctor.scan import ScanOptions, scan_paths
+
+
+def scan(tmp_path, files: dict[str, str]) -> list[tuple[str, int, str, str]]:
+    for name, text in files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    result = scan_paths([str(tmp_path)], ScanOptions(confidence="low"), jobs=1)
+    return sorted(
+        (f.path.rsplit("/", 1)[-1], f.line, f.rule, f.confidence) for f in result.findings
+    )
+
+
+DIST_UTIL = """
+import io
+import torch as th
+
+def load_state_dict(path, **kwargs):
+    with open(path, "rb") as f:
+        data = f.read()
+    return th.load(io.BytesIO(data), **kwargs)
+"""
+
+
+def test_forwarded_kwargs_without_weights_only_guided_diffusion_dist_util(tmp_path):
+    """openai/guided-diffusion's dist_util.load_state_dict(path, **kwargs) ends in
+    `th.load(io.BytesIO(data), **kwargs)`; every caller passes `map_location` and none
+    `weights_only`, so a checkpoint from the command line is unpickled in full."""
+    train = """
+    from guided_diffusion import dist_util
+    model.load_state_dict(dist_util.load_state_dict(args.model_path, map_location="cpu"))
+    """
+    found = scan(tmp_path, {"guided_diffusion/dist_util.py": DIST_UTIL, "train.py": train})
+    assert ("dist_util.py", 8, "TD102", "high") in found
+
+
+def test_forwarded_kwargs_whose_callers_pass_weights_only_are_quiet(tmp_path):
+    train = """
+    from guided_diffusion import dist_util
+    sd = dist_util.load_state_dict(path, map_location="cpu", weights_only=True)
+    """
+    found = scan(tmp_path, {"guided_diffusion/dist_util.py": DIST_UTIL, "train.py": train})
+    assert [f for f in found if f[2] == "TD102"] == []
+
+
+def test_forwarded_kwargs_of_a_method_eai_vc_il_trainer_load_checkpoint(tmp_path):
+    """facebookresearch/eai-vc's ILEnvTrainer.load_checkpoint(path, *args, **kwargs) returns
+    `torch.load(checkpoint_path, *args, **kwargs)`; its one caller passes map_location only."""
+    trainer = """
+    import torch
+
+    class ILEnvTrainer:
+        def load_checkpoint(self, checkpoint_path, *args, **kwargs):
+            return torch.load(checkpoint_path, *args, **kwargs)
+
+        def _eval_checkpoint(self, checkpoint_path):
+            ckpt_dict = self.load_checkpoint(checkpoint_path, map_location="cpu")
+    """
+    found = scan(tmp_path, {"il_trainer.py": trainer})
+    assert ("il_trainer.py", 6, "TD102", "high") in found
+
+
+def test_kwargs_that_are_not_the_functions_own_stay_quiet(tmp_path):
+    """`torch.load(path, **opts)` with `opts` built inside: unsure what it holds, so quiet."""
+    src = """
+    import torch
+
+    def load(path):
+        opts = {"map_location": "cpu", "weights_only": True}
+        return torch.load(path, **opts)
+    """
+    assert scan(tmp_path, {"m.py": src}) == []
+
+
+OSX_DEMO = """
+import argparse
+import torch
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--device", type=str, default="cpu", help="running on cpu only!")
+args = parser.parse_args()
+model = build(args).to(args.device)
+osx = DataParallel(osx_model).cuda()
+"""
+
+
+def test_cuda_in_a_script_whose_device_defaults_to_cpu_grounded_sam_osx_demo(tmp_path):
+    """IDEA-Research/Grounded-Segment-Anything's grounded_sam_osx_demo.py: `--device` defaults
+    to "cpu" and the rest follows it, but the OSX model is moved with `.cuda()`: on a CPU
+    machine, 'Torch not compiled with CUDA enabled'. A script meant for the CPU by default is
+    not code written for its author's GPU."""
+    found = scan(tmp_path, {"grounded_sam_osx_demo.py": OSX_DEMO})
+    assert ("grounded_sam_osx_demo.py", 9, "TD001", "medium") in found
+    cuda_default = OSX_DEMO.replace('default="cpu"', 'default="cuda"')
+    found = scan(tmp_path, {"grounded_sam_osx_demo.py": cuda_default})
+    assert ("grounded_sam_osx_demo.py", 9, "TD001", "low") in found
+
+
+FROZEN_DATASET = """
+class FrozenEmbeddingDataset:
+    def __init__(self, paths, history_window=1, device: str = "cuda"):
+        self.paths = paths
+        self.device = device
+
+    def __getitem__(self, index):
+        features = self.paths[index]["embeddings"]
+        # features = torch.from_numpy(features).float().to(self.device)
+        return features
+"""
+
+
+def test_a_cuda_default_that_reaches_no_tensor_eai_vc_frozen_embedding_dataset(tmp_path):
+    """facebookresearch/eai-vc's FrozenEmbeddingDataset keeps `device="cuda"` in
+    `self.device` while the `.to(self.device)` lines are commented out: the default can make
+    nothing fail, whoever leaves it out."""
+    caller = "from train_loop import FrozenEmbeddingDataset\nd = FrozenEmbeddingDataset(p)\n"
+    found = scan(tmp_path, {"train_loop.py": FROZEN_DATASET, "main.py": caller})
+    assert [f for f in found if f[2] == "TD005"] == []
+
+
+def test_the_same_default_read_in_another_method_is_still_reported(tmp_path):
+    used = FROZEN_DATASET.replace("        # features = ", "        features = ")
+    caller = "from train_loop import FrozenEmbeddingDataset\nd = FrozenEmbeddingDataset(p)\n"
+    found = scan(tmp_path, {"train_loop.py": used, "main.py": caller})
+    assert ("train_loop.py", 3, "TD005", "high") in found
