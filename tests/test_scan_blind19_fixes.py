@@ -133,3 +133,60 @@ def test_the_same_default_read_in_another_method_is_still_reported(tmp_path):
     caller = "from train_loop import FrozenEmbeddingDataset\nd = FrozenEmbeddingDataset(p)\n"
     found = scan(tmp_path, {"train_loop.py": used, "main.py": caller})
     assert ("train_loop.py", 3, "TD005", "high") in found
+
+
+def test_an_engine_importing_flash_attn_kernels_runs_on_cuda_only_index_tts_accel(tmp_path):
+    """index-tts's accel/attention.py imports flash-attn at the top level, and its paged
+    attention engine imports that file: neither can be imported without CUDA, so the engine's
+    pinned `.cuda()` buffers are not pitfalls (26 of set 22's 26 false findings)."""
+    attention = "import torch\nfrom flash_attn import flash_attn_varlen_func\n"
+    engine = """
+    import torch
+    from .attention import flash_attn_varlen_func
+
+    class AccelInferenceEngine:
+        def prepare(self, input_ids):
+            return torch.tensor(input_ids, pin_memory=True).cuda(non_blocking=True)
+    """
+    files = {"accel/__init__.py": "", "accel/attention.py": attention, "accel/engine.py": engine}
+    found = scan(tmp_path, files)
+    assert {f[3] for f in found} == {"low"}
+    files["accel/attention.py"] = (
+        "import torch\ntry:\n    import flash_attn\nexcept ImportError:\n    flash_attn = None\n"
+    )
+    assert ("engine.py", 7, "TD001", "high") in scan(tmp_path, files)
+
+
+def test_metric_sync_after_a_distributed_check_ml_aim_metric_logger(tmp_path):
+    """apple/ml-aim's SmoothedValue.synchronize_between_processes returns unless
+    `utils.is_dist_avail_and_initialized()`, then builds `device="cuda"` for an all_reduce:
+    reached only in multi-GPU training."""
+    src = """
+    import torch
+    import torch.distributed as dist
+    from aim import utils
+
+    class SmoothedValue:
+        def synchronize_between_processes(self):
+            if not utils.is_dist_avail_and_initialized():
+                return
+            t = torch.tensor([self.count, self.total], device="cuda")
+            dist.all_reduce(t)
+    """
+    assert [f for f in scan(tmp_path, {"logger.py": src}) if f[3] != "low"] == []
+
+
+def test_cuda_call_under_pin_memory_lama_vendored_dataloader(tmp_path):
+    """advimman/lama's vendored DataLoader asks `torch.cuda.current_device()` only under
+    `if self.pin_memory:`: pinned memory presumes the accelerator it is pinned for."""
+    src = """
+    import torch
+
+    class DataLoaderIter:
+        def start(self):
+            if self.pin_memory:
+                maybe_device_id = torch.cuda.current_device()
+            else:
+                maybe_device_id = None
+    """
+    assert [f for f in scan(tmp_path, {"dataloader.py": src}) if f[3] != "low"] == []

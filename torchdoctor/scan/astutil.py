@@ -7,16 +7,20 @@ import re
 from collections.abc import Callable, Iterator
 
 # A name that shows the author thought about the device: guards, device-specific functions.
-# "offload": moving weights between host and an accelerator presumes the accelerator.
+# "offload": moving weights between host and an accelerator presumes the accelerator; so does
+# pinning host memory (`if self.pin_memory:` in lama's vendored DataLoader, twenty-first corpus).
 # A flag or string naming another device kind (`args.cpu`, `use_mps`, "cpu") guards too, but
 # only narrowly: CUDA code behind it is TD004 (guards.py).
 # A test on the number of processes guards too: what runs only when world_size > 1 (or under
-# `if args.distributed:`) is multi-GPU training, NCCL's (demucs' distrib.py, scan_blind2).
+# `if args.distributed:`, after `if not is_dist_avail_and_initialized(): return`, or
+# `dist.is_initialized()`) is multi-GPU training, NCCL's (demucs' distrib.py, scan_blind2;
+# ml-aim's MetricLogger, twenty-first blind corpus).
 # So does a TensorRT branch (`if acceleration == "tensorrt":`): TensorRT engines run on NVIDIA
 # GPUs only (StreamDiffusion's wrapper.py, sixteenth blind corpus).
 GUARD_WORD = re.compile(
-    r"cuda|gpu|device|accelerator|is_available|offload|(^|_)(cpu|mps)($|_)"
-    r"|world_size|(^|_)(distributed|ddp)($|_)|tensorrt|(^|_)trt($|_)",
+    r"cuda|gpu|device|accelerator|is_available|offload|pin_memory|(^|_)(cpu|mps)($|_)"
+    r"|world_size|(^|_)(distributed|ddp)($|_)|(^|_)dist_avail|^is_initialized$"
+    r"|tensorrt|(^|_)trt($|_)",
     re.I,
 )
 # A CUDA device string: "cuda", "cuda:0".

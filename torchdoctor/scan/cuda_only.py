@@ -3,9 +3,10 @@ memory in it are not pitfalls a maintainer would change: the file cannot run any
 anyway. Told by what the file says of itself (never by running it):
 
 - it starts an NCCL process group (NCCL exists for NVIDIA GPUs only);
-- it imports bitsandbytes' CUDA kernels, SageMaker's model-parallel library, vLLM's engine
-  internals (`from vllm.model_executor …`), or builds a CUDA
-  extension (`CUDAExtension`, `load_inline(... cuda_sources=...)`, `.cu` sources);
+- it imports bitsandbytes' CUDA kernels, flash-attn's (at the top level, unconditionally),
+  SageMaker's model-parallel library, vLLM's engine internals (`from vllm.model_executor …`),
+  or builds a CUDA extension (`CUDAExtension`, `load_inline(... cuda_sources=...)`, `.cu`
+  sources);
 - it is a Cog predictor (`from cog import BasePredictor`): Replicate builds it into the
   container its `cog.yaml` describes, and a predictor that names CUDA asks there for a GPU
   (every one of the nine cog.yaml files in the eighteen blind corpora says `gpu: true`);
@@ -31,6 +32,8 @@ MARKERS: tuple[tuple[re.Pattern[str], str], ...] = (
         "starts NCCL",
     ),
     (re.compile(r"^\s*(?:import|from)\s+bitsandbytes\b", re.M), "imports bitsandbytes"),
+    # at column 0 only: flash-attn is often imported optionally, inside `try`
+    (re.compile(r"^(?:import|from)\s+flash_attn\b", re.M), "imports flash-attn"),
     (
         re.compile(r"^\s*(?:import|from)\s+smdistributed\b", re.M),
         "imports SageMaker model parallel",
@@ -59,7 +62,7 @@ DEVICE_RULES = frozenset([
     "TD001", "TD002", "TD003", "TD004", "TD005", "TD101", "TD103", "TD202", "TD501", "TD502",
 ])  # fmt: skip
 QUICK = re.compile(
-    r"nccl|bitsandbytes|smdistributed|vllm\.|\bcog\b|CUDAExtension|cuda_sources|\.cu[\"']|set_device"
+    r"nccl|bitsandbytes|flash_attn|smdistributed|vllm\.|\bcog\b|CUDAExtension|cuda_sources|\.cu[\"']|set_device"
     r"|" + RANK_GPU
 )
 

@@ -311,11 +311,24 @@ def module_imports(tree: ast.Module) -> list[str]:
 BUILDERS = frozenset(["load", "load_inline"])  # torch.utils.cpp_extension's JIT builders
 
 
+# Packages that are CUDA kernels: importing them loads a compiled CUDA extension, and they
+# install only where a CUDA (or ROCm) toolchain is (flash-attn builds flash_attn_2_cuda).
+CUDA_KERNEL_PACKAGES = frozenset(["flash_attn"])
+
+
 def compiles_cuda_at_import(tree: ast.Module) -> str | None:
     """A top-level `load(..., sources=[...".cu"])` / `load_inline(..., cuda_sources=...)`:
     importing the file compiles CUDA kernels, so nothing that imports it runs without CUDA
-    (stylegan2-pytorch's op/upfirdn2d.py). Inside a function, `if` or `try` it is optional."""
+    (stylegan2-pytorch's op/upfirdn2d.py). Likewise a top-level import of flash-attn
+    (index-tts's accel/attention.py, imported by its paged-attention engine; twenty-second
+    blind corpus). Inside a function, `if` or `try` it is optional."""
     for s in tree.body:
+        if isinstance(s, (ast.Import, ast.ImportFrom)):
+            absolute = isinstance(s, ast.Import) or not s.level
+            names = [a.name for a in s.names] if isinstance(s, ast.Import) else [s.module or ""]
+            if absolute and any(n.split(".")[0] in CUDA_KERNEL_PACKAGES for n in names):
+                return "it imports flash-attn, whose kernels run on CUDA only"
+            continue
         value = s.value if isinstance(s, (ast.Assign, ast.Expr, ast.AnnAssign)) else None
         if not isinstance(value, ast.Call):
             continue
