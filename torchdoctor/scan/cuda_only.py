@@ -67,9 +67,17 @@ QUICK = re.compile(
 )
 
 
+# Substrings every QUICK match holds: tested first, as a plain search is many times faster
+# than the regex over the files that hold none (nearly all).
+QUICK_WORDS = (
+    "nccl", "bitsandbytes", "flash_attn", "smdistributed", "vllm.", "cog", "CUDAExtension",
+    "cuda_sources", '.cu"', ".cu'", "set_device", "rank",
+)  # fmt: skip
+
+
 def cuda_only_reason(text: str) -> str | None:
     """Why the file runs on CUDA only, or None."""
-    if not QUICK.search(text):
+    if not any(w in text for w in QUICK_WORDS) or not QUICK.search(text):
         return None
     for pattern, reason in MARKERS:
         if pattern.search(text):

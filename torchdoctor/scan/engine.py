@@ -22,8 +22,7 @@ from .cache import ScanCache, config_key, default_dir, digest
 from .confidence import DEFAULT as DEFAULT_CONFIDENCE
 from .confidence import shown
 from .config import ProjectConfig, config_for, config_for_dir
-from .context import CPU_FALLBACK, ProjectFacts
-from .cuda_only import cuda_only_reason
+from .context import ProjectFacts, falls_back
 from .model import FileError, Finding, ScanResult
 from .project import (
     FileSummary,
@@ -192,8 +191,7 @@ def analyze_source(
         mps=picks_mps(text),
         cuda_only=compiles_cuda_at_import(tree),
         imports=module_imports(tree),
-        fallback=bool(CPU_FALLBACK.search(text)),
-        cuda_host=cuda_only_reason(text) is not None,
+        fallback=falls_back(text),
     )
     rules = (opts.select if opts.select is not None else ALL_IDS) - opts.ignore
     if not rules:
@@ -337,7 +335,7 @@ def _find_calls(project: Project, found: list[Finding], pool) -> None:
     """The callers the project view needs, looked up in the worker processes when there are
     any (the serial lookup is resolve's own)."""
     todo = project.missing(wanted_calls(found))
-    paths = project.caller_paths
+    paths = list(project.summaries)
     if not todo or pool is None or len(paths) < PARALLEL_MIN_FILES:
         return
     chunks = [(paths[i : i + CHUNK * 4], todo) for i in range(0, len(paths), CHUNK * 4)]

@@ -33,7 +33,7 @@ from typing import Any
 
 from .callsites import calls_in, passes, shadows
 from .confidence import lower
-from .cuda_only import DEVICE_RULES
+from .cuda_only import DEVICE_RULES, cuda_only_reason
 from .model import Finding
 
 
@@ -43,8 +43,7 @@ class FileSummary:
     cpu_saves: list[str] = field(default_factory=list)  # keys of files saved from CPU data
     cuda_only: str | None = None  # why importing the file needs CUDA (compiles_cuda_at_import)
     imports: list[str] = field(default_factory=list)  # modules it imports ("model", "..op")
-    fallback: bool = False  # the file picks the CPU where CUDA is absent (context.CPU_FALLBACK)
-    cuda_host: bool = False  # the file runs on CUDA only (cuda_only.cuda_only_reason)
+    fallback: bool = False  # the file picks the CPU where CUDA is absent (context.falls_back)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -53,7 +52,6 @@ class FileSummary:
             "cuda_only": self.cuda_only,
             "imports": list(self.imports),
             "fallback": self.fallback,
-            "cuda_host": self.cuda_host,
         }
 
     @classmethod
@@ -65,7 +63,6 @@ class FileSummary:
             None if only is None else str(only),
             [str(m) for m in doc["imports"]],
             bool(doc["fallback"]),
-            bool(doc["cuda_host"]),
         )
 
 
@@ -152,13 +149,7 @@ class Project:
         (callsites.py)."""
         todo = self.missing(wanted)
         if todo:
-            self.add_calls(todo, search_calls(self.caller_paths, todo, self.read))
-
-    @property
-    def caller_paths(self) -> list[str]:
-        """The files whose calls count: not those made to run on CUDA only, where a CUDA
-        default is the machine (LLaVA's Cog predict.py calls its builder without device=)."""
-        return [p for p, s in self.summaries.items() if not s.cuda_host]
+            self.add_calls(todo, search_calls(list(self.summaries), todo, self.read))
 
     def missing(self, wanted: Iterable[Wanted]) -> list[Wanted]:
         return sorted(w for w in set(wanted) if w not in self._calls)
@@ -198,10 +189,12 @@ class Project:
         device by a main.py that picks the CPU where CUDA is absent; thirteenth blind corpus)."""
         if self._fallback_importers is None:
             self._fallback_importers = {}
-            for src, targets in import_edges(self.summaries).items():
-                if self.summaries[src].fallback:
-                    for t in targets:
-                        self._fallback_importers.setdefault(t, src)
+            # only the files that fall back: resolving every import of torch's 2,000 files
+            # would cost more than the warm run itself
+            falling = [p for p, s in self.summaries.items() if s.fallback]
+            for src, targets in import_edges(self.summaries, falling).items():
+                for t in targets:
+                    self._fallback_importers.setdefault(t, src)
         return self._fallback_importers.get(path)
 
 
@@ -222,7 +215,10 @@ def search_calls(
         for i, (name, param, index, home) in enumerate(todo):
             if i in decided or not _may_call(data, path, needs[i]):
                 continue
-            text = text if text is not None else data.decode("utf-8", "replace")
+            if text is None:
+                text = data.decode("utf-8", "replace")
+                if cuda_only_reason(text) is not None:
+                    break  # a file made for CUDA only: a CUDA default left out is the machine
             word, method = name.lstrip("."), name.startswith(".")
             own = partial(shadows, text, word, home, method) if path != home else _never
             for line, args in calls_in(text, word, method, own):
@@ -366,10 +362,14 @@ def _candidates(path: str, module: str) -> list[str]:
     return out
 
 
-def import_edges(summaries: dict[str, FileSummary]) -> dict[str, list[str]]:
-    """path -> the scanned files it imports unconditionally (those it may import)."""
+def import_edges(
+    summaries: dict[str, FileSummary], paths: Iterable[str] | None = None
+) -> dict[str, list[str]]:
+    """path -> the scanned files it imports unconditionally (those it may import), for each
+    of `paths` (default: every file)."""
     edges: dict[str, list[str]] = {}
-    for path, s in summaries.items():
+    for path in summaries if paths is None else paths:
+        s = summaries[path]
         found = [c for module in s.imports for c in _candidates(path, module) if c in summaries]
         if found:
             edges[path] = found
