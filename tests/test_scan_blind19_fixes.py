@@ -190,3 +190,28 @@ def test_cuda_call_under_pin_memory_lama_vendored_dataloader(tmp_path):
                 maybe_device_id = None
     """
     assert [f for f in scan(tmp_path, {"dataloader.py": src}) if f[3] != "low"] == []
+
+
+VAE_EPOCH = """
+import numpy as np
+
+class ConvVAETrainer:
+    def train_epoch(self, epoch):
+        losses = []
+        for batch_idx in range(self.batches):
+            loss = self.model.loss(self.get_batch())
+            loss.backward()
+            self.optimizer.step()
+            losses.append(loss.item())
+        {after}
+"""
+
+
+def test_losses_kept_as_epoch_statistics_are_shown_rlkit_vae_trainer(tmp_path):
+    """rail-berkeley/rlkit's ConvVAETrainer appends `loss.item()` every batch, then stores
+    `np.mean(losses)` in `self.eval_statistics`, the record its logger prints: a sync on
+    purpose. Collected and never used, the same sync is worth a look (`medium`)."""
+    kept = VAE_EPOCH.format(after='self.eval_statistics["train/loss"] = np.mean(losses)')
+    assert ("trainer.py", 11, "TD402", "low") in scan(tmp_path, {"trainer.py": kept})
+    dropped = VAE_EPOCH.format(after="self.losses = None")
+    assert ("trainer.py", 11, "TD402", "medium") in scan(tmp_path, {"trainer.py": dropped})

@@ -92,11 +92,24 @@ def _shown_later(ctx: Context, stmt: ast.stmt, node: ast.Call) -> bool:
             used = {dotted(n) for n in ast.walk(sub.value) if isinstance(n, ast.Name)}
             if names & used:
                 return True
+        if _recorded(sub, names):
+            return True
         if isinstance(sub, ast.Call) and SHOWING.match(call_name(sub)) and not _holds(stmt, sub):
             used = {dotted(n) for n in ast.walk(sub) if isinstance(n, (ast.Name, ast.Attribute))}
             if names & used:
                 return True
     return False
+
+
+def _recorded(node: ast.AST, names: set[str]) -> bool:
+    """`stats["train/loss"] = np.mean(losses)`: stored under a key of a statistics record,
+    which is there to be reported (rlkit's VAE trainer fills `self.eval_statistics` after each
+    epoch; twenty-fourth blind corpus)."""
+    if not isinstance(node, ast.Assign) or not any(
+        isinstance(t, ast.Subscript) for t in node.targets
+    ):
+        return False
+    return bool(names & {dotted(n) for n in ast.walk(node.value) if isinstance(n, ast.Name)})
 
 
 def _formatted(scope: ast.AST, names: set[str]) -> bool:
