@@ -113,6 +113,9 @@ KIND_RULES: dict[str, frozenset[str]] = {
     # per-rule table (the figures above it were printed, and no finding lies near its line):
     # no rule of this version targets DDP's device_ids on the CPU.
     "ddp-device-ids-on-cpu": frozenset(),
+    # The twenty-fifth corpus's new kind, mapped before the scan was run on it: indexing a
+    # CPU tensor with a device index (score_sde's sde_lib.py); no rule of this version.
+    "index-device-mismatch": frozenset(),
 }
 # Label rows the labeller gave one root cause (method.md): recall is also counted per root.
 ONE_ROOT = {("lllyasviel/Fooocus", "ldm_patched/modules/model_management.py")}
