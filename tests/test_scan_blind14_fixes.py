@@ -4,23 +4,9 @@ streams (benchmarks/scan_blind*, docs/scan-precision.md)."""
 
 from __future__ import annotations
 
-import textwrap
-
-from torchdoctor.scan import ScanOptions, scan_paths
 from torchdoctor.scan.callsites import calls_in, shadows
 
-
-def scan(tmp_path, files: dict[str, str]) -> list[tuple[str, int, str, str]]:
-    for name, text in files.items():
-        path = tmp_path / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text))
-    result = scan_paths([str(tmp_path)], ScanOptions(confidence="low"), jobs=1)
-    return sorted(
-        (str(f.path)[len(str(tmp_path)) + 1 :], f.line, f.rule, f.confidence)
-        for f in result.findings
-    )
-
+from .scan_tree import scan_tree as scan
 
 ANCHORS = """
 import torch

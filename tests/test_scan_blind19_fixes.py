@@ -5,21 +5,7 @@ were written after seeing the scores."""
 
 from __future__ import annotations
 
-import textwrap
-
-from torchdoctor.scan import ScanOptions, scan_paths
-
-
-def scan(tmp_path, files: dict[str, str]) -> list[tuple[str, int, str, str]]:
-    for name, text in files.items():
-        path = tmp_path / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text))
-    result = scan_paths([str(tmp_path)], ScanOptions(confidence="low"), jobs=1)
-    return sorted(
-        (f.path.rsplit("/", 1)[-1], f.line, f.rule, f.confidence) for f in result.findings
-    )
-
+from .scan_tree import scan_tree as scan
 
 DIST_UTIL = """
 import io
@@ -41,7 +27,7 @@ def test_forwarded_kwargs_without_weights_only_guided_diffusion_dist_util(tmp_pa
     model.load_state_dict(dist_util.load_state_dict(args.model_path, map_location="cpu"))
     """
     found = scan(tmp_path, {"guided_diffusion/dist_util.py": DIST_UTIL, "train.py": train})
-    assert ("dist_util.py", 8, "TD102", "high") in found
+    assert ("guided_diffusion/dist_util.py", 8, "TD102", "high") in found
 
 
 def test_forwarded_kwargs_whose_callers_pass_weights_only_are_quiet(tmp_path):
@@ -154,7 +140,7 @@ def test_an_engine_importing_flash_attn_kernels_runs_on_cuda_only_index_tts_acce
     files["accel/attention.py"] = (
         "import torch\ntry:\n    import flash_attn\nexcept ImportError:\n    flash_attn = None\n"
     )
-    assert ("engine.py", 7, "TD001", "high") in scan(tmp_path, files)
+    assert ("accel/engine.py", 7, "TD001", "high") in scan(tmp_path, files)
 
 
 def test_metric_sync_after_a_distributed_check_ml_aim_metric_logger(tmp_path):

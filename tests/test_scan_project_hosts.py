@@ -5,21 +5,7 @@ leave out is the machine, not a bug. Named after the eighteen blind corpora's ca
 
 from __future__ import annotations
 
-import textwrap
-
-from torchdoctor.scan import ScanOptions, scan_paths
-
-
-def scan(tmp_path, files: dict[str, str]) -> list[tuple[str, int, str, str]]:
-    for name, text in files.items():
-        path = tmp_path / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text))
-    result = scan_paths([str(tmp_path)], ScanOptions(confidence="low"), jobs=1)
-    return sorted(
-        (f.path.rsplit("/", 1)[-1], f.line, f.rule, f.confidence) for f in result.findings
-    )
-
+from .scan_tree import scan_tree as scan
 
 BUILDER = """
 def load_pretrained_model(model_path, model_base, device="cuda"):
