@@ -201,3 +201,16 @@ def test_losses_kept_as_epoch_statistics_are_shown_rlkit_vae_trainer(tmp_path):
     assert ("trainer.py", 11, "TD402", "low") in scan(tmp_path, {"trainer.py": kept})
     dropped = VAE_EPOCH.format(after="self.losses = None")
     assert ("trainer.py", 11, "TD402", "medium") in scan(tmp_path, {"trainer.py": dropped})
+
+
+def test_a_cuda_only_trainer_that_leaves_weights_only_out_still_counts(tmp_path):
+    """A caller that starts NCCL runs on CUDA only, which discounts a CUDA default it leaves
+    out, but not an unsafe load: `weights_only` is a security choice on every machine."""
+    train = """
+    import torch.distributed as dist
+    from guided_diffusion import dist_util
+    dist.init_process_group(backend="nccl")
+    sd = dist_util.load_state_dict(path, map_location="cpu")
+    """
+    found = scan(tmp_path, {"guided_diffusion/dist_util.py": DIST_UTIL, "train.py": train})
+    assert ("guided_diffusion/dist_util.py", 8, "TD102", "high") in found

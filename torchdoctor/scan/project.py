@@ -198,6 +198,11 @@ class Project:
         return self._fallback_importers.get(path)
 
 
+# Parameters whose callers matter wherever they run: `weights_only` of a load forwarded through
+# `**kwargs` (TD102) is a security choice, not a device one.
+SECURITY_PARAMS = frozenset(["weights_only"])
+
+
 def search_calls(
     paths: list[str], todo: list[Wanted], read: Callable[[str], bytes | None]
 ) -> list[tuple[int, Call]]:
@@ -211,14 +216,15 @@ def search_calls(
         data = read(path)
         if data is None:
             continue
-        text = None
+        text, host = None, False
         for i, (name, param, index, home) in enumerate(todo):
             if i in decided or not _may_call(data, path, needs[i]):
                 continue
             if text is None:
                 text = data.decode("utf-8", "replace")
-                if cuda_only_reason(text) is not None:
-                    break  # a file made for CUDA only: a CUDA default left out is the machine
+                host = cuda_only_reason(text) is not None
+            if host and param not in SECURITY_PARAMS:
+                continue  # a file made for CUDA only: a CUDA default left out is the machine
             word, method = name.lstrip("."), name.startswith(".")
             own = partial(shadows, text, word, home, method) if path != home else _never
             for line, args in calls_in(text, word, method, own):
