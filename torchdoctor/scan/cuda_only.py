@@ -25,6 +25,11 @@ _RANK = r"\s*(?:self\.|args\.|opt\.)?(?:local_)?rank\s*\)"
 # `.cuda(rank)`, `cuda.Stream(local_rank)`, `torch.device("cuda", rank)`
 RANK_GPU = r"(?:\.cuda|cuda\.Stream)\(" + _RANK + r"|device\(\s*['\"]cuda['\"]\s*," + _RANK
 
+# Packages that are CUDA kernels: importing them loads a compiled CUDA extension, and they
+# install only where a CUDA (or ROCm) toolchain is (flash-attn builds flash_attn_2_cuda).
+# project.py makes their importers CUDA-only too.
+CUDA_KERNEL_PACKAGES = frozenset(["flash_attn"])
+
 # (pattern over the file's text, what it shows). Checked in order; the first hit is the reason.
 MARKERS: tuple[tuple[re.Pattern[str], str], ...] = (
     (
@@ -33,7 +38,10 @@ MARKERS: tuple[tuple[re.Pattern[str], str], ...] = (
     ),
     (re.compile(r"^\s*(?:import|from)\s+bitsandbytes\b", re.M), "imports bitsandbytes"),
     # at column 0 only: flash-attn is often imported optionally, inside `try`
-    (re.compile(r"^(?:import|from)\s+flash_attn\b", re.M), "imports flash-attn"),
+    (
+        re.compile(r"^(?:import|from)\s+(?:" + "|".join(CUDA_KERNEL_PACKAGES) + r")\b", re.M),
+        "imports flash-attn",
+    ),
     (
         re.compile(r"^\s*(?:import|from)\s+smdistributed\b", re.M),
         "imports SageMaker model parallel",

@@ -33,7 +33,7 @@ from typing import Any
 
 from .callsites import calls_in, passes, shadows
 from .confidence import lower
-from .cuda_only import DEVICE_RULES, cuda_only_reason
+from .cuda_only import CUDA_KERNEL_PACKAGES, DEVICE_RULES, cuda_only_reason
 from .model import Finding
 
 
@@ -311,11 +311,6 @@ def module_imports(tree: ast.Module) -> list[str]:
 
 
 BUILDERS = frozenset(["load", "load_inline"])  # torch.utils.cpp_extension's JIT builders
-
-
-# Packages that are CUDA kernels: importing them loads a compiled CUDA extension, and they
-# install only where a CUDA (or ROCm) toolchain is (flash-attn builds flash_attn_2_cuda).
-CUDA_KERNEL_PACKAGES = frozenset(["flash_attn"])
 
 
 def compiles_cuda_at_import(tree: ast.Module) -> str | None:
