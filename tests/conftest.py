@@ -25,6 +25,15 @@ def facts():
     return load_facts
 
 
+@pytest.fixture
+def uncalibrated(monkeypatch):
+    """The rules' own confidence, without the blind calibration on top (scan/calibration.py,
+    tested in test_scan_calibration.py): what tests of one rule's reasoning look at."""
+    from torchdoctor.scan import calibration
+
+    monkeypatch.setattr(calibration, "MEASURED", {})
+
+
 def run_cli(
     *args: str,
     timeout: float = 120,

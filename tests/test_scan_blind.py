@@ -121,7 +121,8 @@ def test_scan_of_a_tiny_tree_keeps_repo_relative_paths_and_lines(tmp_path):
     pkg = tmp_path / "pkg"
     pkg.mkdir()
     (pkg / "model.py").write_text(
-        "import torch\n\nclass Net:\n    def load(self):\n        return self.m.cuda()\n"
+        'import torch\nD = "cuda" if torch.cuda.is_available() else "cpu"\n'
+        "class Net:\n    def load(self):\n        return self.m.cuda()\n"
     )
     found = sb.scan_repo(tmp_path, "o/r", None, 1)
     assert [(f.file, f.line, f.rule) for f in found] == [("pkg/model.py", 5, "TD001")]

@@ -4,9 +4,14 @@ streams (benchmarks/scan_blind*, docs/scan-precision.md)."""
 
 from __future__ import annotations
 
+import pytest
+
 from torchdoctor.scan.callsites import calls_in, shadows
 
 from .scan_tree import scan_tree as scan
+
+# the rules' own reasoning, before the blind calibration (test_scan_calibration.py)
+pytestmark = pytest.mark.usefixtures("uncalibrated")
 
 ANCHORS = """
 import torch

@@ -7,7 +7,12 @@ from __future__ import annotations
 
 import textwrap
 
+import pytest
+
 from torchdoctor.scan import ScanOptions, scan_paths
+
+# the rules' own reasoning, before the blind calibration (test_scan_calibration.py)
+pytestmark = pytest.mark.usefixtures("uncalibrated")
 
 
 def scan(tmp_path, text: str, name: str = "mod.py") -> list[tuple[int, str, str]]:

@@ -5,7 +5,12 @@ were written after seeing the scores."""
 
 from __future__ import annotations
 
+import pytest
+
 from .scan_tree import scan_tree as scan
+
+# the rules' own reasoning, before the blind calibration (test_scan_calibration.py)
+pytestmark = pytest.mark.usefixtures("uncalibrated")
 
 DIST_UTIL = """
 import io

@@ -5,8 +5,13 @@ from __future__ import annotations
 
 import textwrap
 
+import pytest
+
 from torchdoctor.scan import scan_paths
 from torchdoctor.scan.engine import ScanOptions, scan_source
+
+# the rules' own reasoning, before the blind calibration (test_scan_calibration.py)
+pytestmark = pytest.mark.usefixtures("uncalibrated")
 
 
 def _confidences(src: str, rule: str) -> list[tuple[int, str]]:

@@ -13,6 +13,9 @@ from torchdoctor.scan import ScanOptions, engine, scan_paths
 
 from .conftest import run_cli
 
+# the rules' own reasoning, before the blind calibration (test_scan_calibration.py)
+pytestmark = pytest.mark.usefixtures("uncalibrated")
+
 LIB = 'def load_model(path, device="cuda"):\n    return path\n'
 CALLER_WITHOUT = "from lib import load_model\nm = load_model('w.pt')\n"
 CALLER_WITH = "from lib import load_model\nm = load_model('w.pt', device='cpu')\n"
@@ -117,9 +120,9 @@ def test_an_unwritable_cache_folder_does_not_fail_the_scan(tree, tmp_path):
 def test_no_cache_neither_reads_nor_writes(tree, tmp_path):
     cache = tmp_path / "c"
     env = {"TORCHDOCTOR_CACHE_DIR": str(cache)}
-    r = run_cli("scan", str(tree), "--no-cache", "--json", env=env)
+    r = run_cli("scan", str(tree), "--no-cache", "--json", "--portable", env=env)
     assert r.returncode == 1 and not cache.exists()
-    r = run_cli("scan", str(tree), "--json", env=env)
+    r = run_cli("scan", str(tree), "--json", "--portable", env=env)
     assert list(cache.glob("scan-*.json")) and json.loads(r.stdout)["findings"]
 
 

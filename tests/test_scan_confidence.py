@@ -15,6 +15,9 @@ from torchdoctor.scan.engine import scan_source
 
 from .conftest import REPORT_SCHEMA, run_cli
 
+# the rules' own reasoning, before the blind calibration (test_scan_calibration.py)
+pytestmark = pytest.mark.usefixtures("uncalibrated")
+
 
 def found(src: str, path: str = "m.py") -> list[tuple[str, str]]:
     findings, _ = scan_source(path, textwrap.dedent(src), ScanOptions())

@@ -20,6 +20,10 @@ from torchdoctor.scan.fix import TARGET, plan
 from .conftest import run_cli
 from .fix_corpus import CASES, H
 
+# The fixes of a project whose code must run without CUDA: its map_location findings are
+# shown (a load without one is low by default, scan/calibration.py).
+PORTABLE = ScanOptions(portable=True)
+
 
 def findings(src: str):
     return scan_source("s.py", textwrap.dedent(src), ScanOptions())[0]
@@ -91,9 +95,9 @@ def test_device_bound_before_is_used():
 def test_a_file_named_twice_is_scanned_and_fixed_once(tmp_path):
     f = tmp_path / "dup.py"
     f.write_text(BAD)
-    result = scan_paths([str(tmp_path), str(f), str(f)], jobs=1)
+    result = scan_paths([str(tmp_path), str(f), str(f)], PORTABLE, jobs=1)
     assert result.files_scanned == 1 and len(result.findings) == 2
-    r = run_cli("scan", str(tmp_path), str(f), "--fix")
+    r = run_cli("scan", str(tmp_path), str(f), "--fix", "--portable")
     assert r.returncode == 0, r.stdout + r.stderr
     new = f.read_text()
     compile(new, "dup.py", "exec", dont_inherit=True)
@@ -241,7 +245,7 @@ def test_sarif_columns_are_code_points(tmp_path):
 def test_map_location_cpu_is_only_applied_where_it_changes_nothing(tmp_path):
     """A whole model loaded then used on the GPU must not be moved to the CPU by --fix
     (found on pytorch/examples word_language_model); straight into load_state_dict it is safe."""
-    from torchdoctor.scan import ScanOptions, scan_paths
+    from torchdoctor.scan import scan_paths
 
     src = tmp_path / "train.py"
     src.write_text(
@@ -250,7 +254,7 @@ def test_map_location_cpu_is_only_applied_where_it_changes_nothing(tmp_path):
         "model = torch.load('model.pt')\n"
         "net.load_state_dict(torch.load('weights.pt'))\n"
     )
-    result = scan_paths([str(src)], ScanOptions(), 1)
+    result = scan_paths([str(src)], PORTABLE, 1)
     td101 = {f.line: f for f in result.findings if f.rule == "TD101"}
     assert set(td101) == {3, 4}
     assert td101[3].edit is None
@@ -468,7 +472,7 @@ def test_interrupted_fix_leaves_each_file_old_or_new_and_no_temp(tmp_path, sig, 
     for name in names:
         (tmp_path / name).write_text(old)
     p = subprocess.Popen(
-        [sys.executable, "-m", "torchdoctor", "scan", str(tmp_path), "--fix", "-j", "1"],
+        [sys.executable, "-m", "torchdoctor", "scan", str(tmp_path), "--fix", "--portable", "-j", "1"],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )  # fmt: skip
     deadline = time.monotonic() + 60

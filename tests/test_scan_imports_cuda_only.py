@@ -11,7 +11,12 @@ from __future__ import annotations
 
 import textwrap
 
+import pytest
+
 from torchdoctor.scan import ScanOptions, scan_paths
+
+# the rules' own reasoning, before the blind calibration (test_scan_calibration.py)
+pytestmark = pytest.mark.usefixtures("uncalibrated")
 
 OP = """
 import os

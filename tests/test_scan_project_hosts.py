@@ -5,7 +5,12 @@ leave out is the machine, not a bug. Named after the eighteen blind corpora's ca
 
 from __future__ import annotations
 
+import pytest
+
 from .scan_tree import scan_tree as scan
+
+# the rules' own reasoning, before the blind calibration (test_scan_calibration.py)
+pytestmark = pytest.mark.usefixtures("uncalibrated")
 
 BUILDER = """
 def load_pretrained_model(model_path, model_base, device="cuda"):

@@ -42,10 +42,12 @@ COMMANDS = ("check", "scan", "inspect", "audit", "dist")
 ID_LISTS = ("select", "ignore")
 PER_FILE = "per-file-ignores"
 # keys a command's own table may hold besides select/ignore: only scan's findings are in files
-COMMAND_KEYS = {"scan": (*ID_LISTS, PER_FILE, "confidence")}
+COMMAND_KEYS = {"scan": (*ID_LISTS, PER_FILE, "confidence", "portable")}
 # the lowest confidence of scan findings shown: shared ([tool.torchdoctor]) or scan's own
 CONFIDENCE = "confidence"
 CONFIDENCES = ("low", "medium", "high")
+# scan: the code must run without CUDA, so its device findings keep their confidence
+PORTABLE = "portable"
 
 
 class ConfigError(Exception):
@@ -94,6 +96,10 @@ class Config:
         got = (self._own(command) if command else self.table).get(key)
         return got if isinstance(got, str) else None
 
+    def flag(self, key: str, command: str) -> bool:
+        """A boolean setting of the command's own table (validated when read)."""
+        return self._own(command).get(key) is True
+
     def selection(self, command: str) -> Selection:
         """The shared lists plus the command's own table."""
         shared = Selection(self.ids("select"), self.ids("ignore"))
@@ -131,6 +137,12 @@ def _check_confidence(table: Mapping[str, Any], where: str) -> None:
         raise ValueError(f"{where} {CONFIDENCE}: must be one of {known}, not {value!r:.60}")
 
 
+def _check_flag(table: Mapping[str, Any], key: str, where: str) -> None:
+    value = table.get(key, False)
+    if not isinstance(value, bool):
+        raise ValueError(f"{where} {key}: must be true or false, not {value!r:.60}")
+
+
 def _check_known(table: Mapping[str, Any], known: tuple[str, ...], where: str) -> None:
     """A misspelt key would silently do nothing: refuse it."""
     for key in table:
@@ -148,6 +160,7 @@ def _check_command(table: Mapping[str, Any], command: str) -> None:
         _check_ids(own, key, where)
     _check_globs(own, where)
     _check_confidence(own, where)
+    _check_flag(own, PORTABLE, where)
 
 
 def _validated(table: object) -> dict[str, Any]:

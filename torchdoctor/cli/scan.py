@@ -77,6 +77,13 @@ def _list_rules(ctx: click.Context, _param: click.Parameter, value: bool) -> Non
     help="Lowest confidence shown (default: `confidence` in [tool.torchdoctor], else medium).",
 )
 @click.option(
+    "--portable",
+    is_flag=True,
+    default=None,
+    help="The code must run without CUDA (CPU, MPS): device findings keep their own "
+    "confidence (default: `portable` in [tool.torchdoctor.scan]).",
+)
+@click.option(
     "--no-cache",
     is_flag=True,
     help="Neither read nor write .torchdoctor_cache/ (TORCHDOCTOR_CACHE_DIR moves it).",
@@ -107,6 +114,7 @@ def scan_cmd(
     include_tests: bool,
     jobs: int | None,
     confidence: str | None,
+    portable: bool | None,
     no_cache: bool,
     fix: bool,
     diff: bool,
@@ -132,6 +140,7 @@ def scan_cmd(
         select=_rule_ids(select, "--select") or None,
         ignore=_rule_ids(ignore, "--ignore"),
         confidence=confidence,
+        portable=portable or None,
         cache=not no_cache,
     )
     result = scan_paths(paths, opts, jobs)

@@ -44,6 +44,7 @@ class ProjectConfig:
     problems: tuple[str, ...] = field(default=())  # one line each, for the report
     select: frozenset[str] | None = None  # when set, every other rule is silenced
     confidence: str | None = None  # the lowest confidence shown (`confidence = "low"`)
+    portable: bool = False  # the code must run without CUDA (`portable = true`): calibration.py
 
     def ignored_for(self, path: str) -> frozenset[str]:
         """Rule ids (or `*`) silenced in this file: `ignore` and matching per-file-ignores."""
@@ -117,6 +118,7 @@ def _from_config(cfg: shared_config.Config, problems: list[str]) -> ProjectConfi
         per_file_ignores=pfi,
         select=_listed(cfg, "select", problems) if wanted else None,
         confidence=cfg.value("confidence", "scan") or cfg.value("confidence"),
+        portable=cfg.flag(shared_config.PORTABLE, "scan"),
     )
 
 

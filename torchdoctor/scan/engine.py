@@ -19,6 +19,7 @@ from pathlib import Path
 
 from .analyzer import analyze
 from .cache import ScanCache, config_key, default_dir, digest
+from .calibration import calibrated
 from .confidence import DEFAULT as DEFAULT_CONFIDENCE
 from .confidence import shown
 from .config import ProjectConfig, config_for, config_for_dir
@@ -75,6 +76,7 @@ class ScanOptions:
     ignore: frozenset[str] = frozenset()
     use_config: bool = True  # read [tool.torchdoctor] and torch requirements of the project
     confidence: str | None = None  # the lowest shown; None: the project's config, else medium
+    portable: bool | None = None  # the code must run without CUDA; None: the project's config
     cache: bool = False  # the command line's default is on (--no-cache)
     cache_dir: str | None = None  # None: cache.default_dir()
 
@@ -401,6 +403,12 @@ def _floor(path: str, opts: ScanOptions) -> str:
     return cfg or DEFAULT_CONFIDENCE
 
 
+def _portable(path: str, opts: ScanOptions) -> bool:
+    if opts.portable is not None:
+        return opts.portable
+    return bool(opts.use_config and config_for(path).portable)
+
+
 def _assemble(
     result: ScanResult,
     records: list[FileRecord],
@@ -426,6 +434,8 @@ def _assemble(
     project = Project(summaries, _reader(held), tree if memo is not None else "", memo)
     _find_calls(project, found, pool)
     for f in resolve(found, project):
+        summary = summaries.get(f.path)
+        f = calibrated(f, summary is not None and summary.fallback, _portable(f.path, opts))
         if shown(f.confidence, _floor(f.path, opts)):
             result.findings.append(f)
         else:
