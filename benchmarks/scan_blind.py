@@ -261,10 +261,12 @@ def pct(num: int, den: int) -> str:
     return f"{num / den:.0%} ({num}/{den})" if den else "– (0/0)"
 
 
-def scan_repo(root: Path, repo: str, confidence: str | None, jobs: int) -> list[Finding]:
+def scan_repo(
+    root: Path, repo: str, confidence: str | None, jobs: int, extra: Sequence[str] = ()
+) -> list[Finding]:
     """Every finding of one whole tree, as `torchdoctor scan . --format json` reports it."""
     cmd = [sys.executable, "-m", "torchdoctor", "scan", ".", "--format", "json"]
-    cmd += ["--no-cache", "--fail-on", "never", "--jobs", str(jobs)]
+    cmd += ["--no-cache", "--fail-on", "never", "--jobs", str(jobs), *extra]
     if confidence:
         cmd += ["--confidence", confidence]
     proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True, check=False)
@@ -295,14 +297,16 @@ def tree_of(root: Path, entry: dict) -> Path:
     return tree
 
 
-def scan_corpus(corpus: dict, root: Path, jobs: int) -> dict[str, list[Finding]]:
+def scan_corpus(
+    corpus: dict, root: Path, jobs: int, extra: Sequence[str] = ()
+) -> dict[str, list[Finding]]:
     """Findings in the labelled files, per output level (default, low)."""
     out: dict[str, list[Finding]] = {level: [] for level in LEVELS}
     for entry in corpus["repos"]:
         tree = tree_of(root, entry)
         keep = set(entry["files_in_scope"])
         for level, confidence in LEVELS.items():
-            found_ = scan_repo(tree, entry["repo"], confidence, jobs)
+            found_ = scan_repo(tree, entry["repo"], confidence, jobs, extra)
             out[level] += [f for f in found_ if f.file in keep]
     return out
 
@@ -377,6 +381,9 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--no-write", action="store_true", help="do not rewrite unlabelled.csv")
     ap.add_argument(
+        "--portable", action="store_true", help="scan with --portable (device rules uncalibrated)"
+    )
+    ap.add_argument(
         "--false", action="store_true", help="also list the default output's false findings"
     )
     args = ap.parse_args()
@@ -385,7 +392,7 @@ def main() -> None:
     labels = read_labels(here / "labels.csv")
     judged = read_judged(here / "judged.csv")
     root = args.corpus_root or Path(corpus["repos"][0]["local_path"]).parent
-    by_level = scan_corpus(corpus, root, args.jobs)
+    by_level = scan_corpus(corpus, root, args.jobs, ["--portable"] if args.portable else [])
     if not args.no_write:
         write_unlabelled(here / "unlabelled.csv", by_level, labels, judged)
     if args.false:  # after a blind scoring only: the list shows what the labels said no to
