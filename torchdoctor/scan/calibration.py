@@ -1,7 +1,7 @@
 """Confidence calibrated on code nobody here had seen.
 
 The rules' own reasoning gives each finding a confidence. Twenty-four blind corpora (sets 3
-to 26 of `benchmarks/`, 2026-11-26: 190 public repositories, their pitfalls listed by someone
+to 26 of `benchmarks/`, 2026-11-26: 192 public repositories, their pitfalls listed by someone
 who had not seen the scan's output, each set scored once) measured what that reasoning is
 worth: of the findings the default output showed, `torch.load` without `weights_only` was
 real 331 times in 348, and every other rule together about one time in five. Most of the
