@@ -56,6 +56,7 @@ BAR = 0.75  # at least three real findings in four, to be shown by default
 ENOUGH = 5  # fewer measured findings than this say nothing: the rule's own reasoning stands
 # Rules whose false findings were code made for CUDA only: `--portable` gives them back.
 PORTABILITY = DEVICE_RULES | frozenset(["TD301", "TD302", "TD303"])
+_WHERE = {True: " in files with a CPU fallback", False: " in files without a CPU fallback"}
 
 
 def measured(rule: str, fallback: bool) -> tuple[int, int] | None:
@@ -75,14 +76,12 @@ def below_bar(rule: str, fallback: bool, portable: bool) -> str | None:
     m = measured(rule, fallback)
     if m is None or m[0] >= BAR * sum(m):
         return None
-    where = "" if m != MEASURED.get((rule, fallback)) else _WHERE[fallback]
+    own = sum(MEASURED.get((rule, fallback), (0, 0))) >= ENOUGH  # else the rule's, pooled
+    where = _WHERE[fallback] if own else ""
     why = f"{m[0]} of {sum(m)} {rule} findings{where} were real on code labelled blind ({SOURCE})"
     if rule in PORTABILITY:
         why += "; --portable if this code must run without CUDA"
     return why
-
-
-_WHERE = {True: " in files with a CPU fallback", False: " in files without a CPU fallback"}
 
 
 def calibrated(f: Finding, fallback: bool, portable: bool) -> Finding:
