@@ -1,14 +1,17 @@
 """The blind figures behind `torchdoctor/scan/calibration.py`, recomputed from history.
 
-    python benchmarks/scan_calibration.py [--sets 3-26] [--corpus-root /work/research]
+    python benchmarks/scan_calibration.py [--sets 3-28] [--corpus-root /work/research]
 
 Each blind set was scored once, on the commit its `results-blind.md` names first. This
-script checks out that commit's `torchdoctor/` (git archive, into a temporary folder), scans
-the set's trees with it at the default confidence, as `scan_blind.py` does, and keeps the
+script checks out that commit's `torchdoctor/` (git archive, into a temporary folder), with
+its calibration table emptied where it has one (what is measured is the rules' own
+reasoning: a class once calibrated away would otherwise never be measured again), scans the
+set's trees with it at the default confidence, as `scan_blind.py` does, and keeps the
 verdict of every finding on a labelled line: true (its label is a must-flag the rule points
-at) or false. Each finding is put in a class: its rule, and whether its file picks the CPU
-where CUDA is absent (`context.falls_back` of the current code, the split the calibration
-uses). It prints, per class, true/false counts over all the sets: the table to paste.
+at) or false. Each finding is put in a class as the current calibration does: its rule,
+whether its file picks the CPU where CUDA is absent (`context.falls_back`) and, for the rules
+split that way, whether the file calls torch.save (`calibration.writes_files`). It prints,
+per class, true/false counts over all the sets: the table to paste.
 
 Trees are looked up as `<corpus-root>/scan_corpus<N>/<name>` (set 1: `scan_corpus`).
 Unlabelled lines are left out: their verdicts were not blind.
@@ -32,9 +35,12 @@ sys.path.insert(0, str(ROOT))
 
 import scan_blind as sb  # noqa: E402
 
+from torchdoctor.scan.calibration import BY_SAVES, writes_files  # noqa: E402
 from torchdoctor.scan.context import falls_back  # noqa: E402
 
 COMMIT = re.compile(r"\b[0-9a-f]{7,40}\b")
+# The calibration table of a commit that has one (from 939f45e on), to be emptied.
+TABLE = re.compile(r"^MEASURED\b[^=\n]*= \{.*?^\}", re.S | re.M)
 
 
 def set_dir(n: int) -> Path:
@@ -59,6 +65,12 @@ def export(commit: str, into: Path) -> Path:
             check=True,
         )
         subprocess.run(["tar", "-x", "-C", str(out)], input=archive.stdout, check=True)
+        table = out / "torchdoctor" / "scan" / "calibration.py"
+        if table.is_file():
+            text, n = TABLE.subn("MEASURED = {}", table.read_text())
+            if n != 1:
+                sys.exit(f"{commit}: no calibration table found to empty")
+            table.write_text(text)
     return out
 
 
@@ -79,7 +91,8 @@ def classes_of_set(n: int, code: Path, corpus_root: Path) -> Counter:
                 if verdict == "unlabelled":
                     continue
                 text = (tree / f.file).read_text(errors="replace")
-                out[(f.rule, falls_back(text), verdict == "tp")] += 1
+                saves = f.rule in BY_SAVES and writes_files(text)
+                out[(f.rule, falls_back(text), saves, verdict == "tp")] += 1
     finally:
         if old is None:
             os.environ.pop("PYTHONPATH", None)
@@ -95,7 +108,7 @@ def span(text: str) -> list[int]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--sets", default="3-26", help="a range of set numbers (default 3-26)")
+    ap.add_argument("--sets", default="3-28", help="a range of set numbers (default 3-28)")
     ap.add_argument("--corpus-root", type=Path, default=Path("/work/research"))
     args = ap.parse_args()
     total: Counter = Counter()
@@ -103,9 +116,11 @@ def main() -> None:
         for n in span(args.sets):
             code = export(scoring_commit(n), Path(tmp))
             total += classes_of_set(n, code, args.corpus_root)
-    print("MEASURED = {  # (rule, file falls back to the CPU): (true, false)")
-    for rule, fb in sorted({(r, b) for r, b, _ in total}):
-        print(f'    ("{rule}", {fb}): ({total[(rule, fb, True)]}, {total[(rule, fb, False)]}),')
+    print("MEASURED = {  # (rule, falls back to the CPU, calls torch.save): (true, false)")
+    for cls in sorted({key[:3] for key in total}):
+        rule, fb, saves = cls
+        real, false = total[(*cls, True)], total[(*cls, False)]
+        print(f'    ("{rule}", {fb}, {saves}): ({real}, {false}),')
     print("}")
 
 

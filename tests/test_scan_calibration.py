@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import json
 
-from torchdoctor.scan import ScanOptions, scan_paths
-from torchdoctor.scan.calibration import MEASURED, below_bar, measured
+from torchdoctor.scan import ScanOptions, calibration, scan_paths
+from torchdoctor.scan.calibration import below_bar, measured
 
 from .conftest import run_cli
 
@@ -64,6 +64,43 @@ def test_cuda_in_a_file_that_falls_back_torch_not_compiled_with_cuda_enabled(tmp
     assert _found(tmp_path, FALLING_BACK) == [("TD001", "high")]
 
 
+# sfujim/TD3's TD3.py (ninth blind corpus): the agent saves its state dicts from the device
+# it picked (CUDA when there is one) and loads them back without map_location; on the CPU it
+# falls back to, a GPU-trained policy raises "Attempting to deserialize object on a CUDA
+# device but torch.cuda.is_available() is False".
+ROUND_TRIP = """import torch
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+class Agent:
+    def save(self, filename):
+        torch.save(self.actor.state_dict(), filename + "_actor")
+
+    def load(self, filename):
+        self.actor.load_state_dict(torch.load(filename + "_actor"))
+"""
+# GFPGAN's utils.py (fifth blind corpus): released weights written from CPU tensors, in a
+# file that falls back to the CPU and writes nothing itself.
+RELEASED = """import torch
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+def load(model, path):
+    model.load_state_dict(torch.load(path, weights_only=True))
+"""
+
+
+def test_attempting_to_deserialize_on_a_cuda_device_round_trip_is_shown(tmp_path):
+    assert ("TD101", "high") in _found(tmp_path, ROUND_TRIP)
+
+
+def test_released_weights_loaded_in_a_falling_back_file_are_low(tmp_path):
+    (tmp_path / "m.py").write_text(RELEASED)
+    (f,) = scan_paths([str(tmp_path)], ScanOptions(confidence="low"), jobs=1).findings
+    assert (f.rule, f.confidence) == ("TD101", "low")
+    assert "findings in files with a CPU fallback that never call torch.save" in f.grounds
+
+
 def test_weights_only_is_shown_everywhere_unsafe_pickle(tmp_path):
     """TD102 was real 331 times in 348: calibration leaves it as it is."""
     assert ("TD102", "high") in _found(tmp_path, LOAD)
@@ -78,12 +115,27 @@ def test_a_rule_that_is_not_about_devices_stays_low_even_portable(tmp_path):
     assert all(conf == "low" for _, conf in plain)
 
 
-def test_a_class_with_too_few_findings_is_judged_by_its_rule():
-    assert MEASURED[("TD003", True)] == (2, 2)  # four: too few to say anything
-    assert measured("TD003", True) == (5, 28)  # the rule's, over both classes
-    assert measured("TD602", False) is None  # never measured: the rule's reasoning stands
-    assert below_bar("TD602", False, portable=False) is None
+def test_a_class_with_too_few_findings_is_judged_by_a_wider_one(monkeypatch):
+    table = {
+        ("TD101", True, True): (3, 0),  # three: too few to say anything
+        ("TD101", True, False): (1, 3),
+        ("TD101", False, False): (0, 9),
+        ("TD003", True, False): (2, 2),
+    }
+    monkeypatch.setattr(calibration, "MEASURED", table)
+    assert measured("TD101", True, saves=True) == ((4, 3), " in files with a CPU fallback")
+    assert measured("TD101", False, saves=True) == ((0, 9), " in files without a CPU fallback")
+    assert measured("TD003", True) is None  # four, and none elsewhere: its reasoning stands
+    assert measured("TD003", True, saves=True) is None  # TD003 is not split by saves
+    assert below_bar("TD003", True, portable=False) is None
+    assert below_bar("TD602", False, portable=False) is None  # never measured
+    why = below_bar("TD101", True, portable=False, saves=True)
+    assert why is not None and why.startswith("4 of 7 TD101 findings in files with a CPU fallback ")
+
+
+def test_weights_only_is_above_the_bar_everywhere():
     assert below_bar("TD102", False, portable=False) is None
+    assert below_bar("TD102", True, portable=False) is None
 
 
 def test_portable_true_in_pyproject_is_the_flag(tmp_path):

@@ -1,18 +1,21 @@
 """Confidence calibrated on code nobody here had seen.
 
-The rules' own reasoning gives each finding a confidence. Twenty-four blind corpora (sets 3
-to 26 of `benchmarks/`, 2026-11-26: 192 public repositories, their pitfalls listed by someone
-who had not seen the scan's output, each set scored once) measured what that reasoning is
-worth: of the findings the default output showed, `torch.load` without `weights_only` was
-real 331 times in 348, and every other rule together about one time in five. Most of the
-false ones are correct code made for CUDA only: the scan cannot tell a project that must run
-on a Mac from one that never will, and its maintainers would not change those lines.
+The rules' own reasoning gives each finding a confidence. Twenty-six blind corpora (sets 3
+to 28 of `benchmarks/`: 208 public repositories, their pitfalls listed by someone who had not
+seen the scan's output, each set scored once) measured what that reasoning is worth: of the
+findings the default output showed, `torch.load` without `weights_only` was real nearly
+always, and every other rule together about one time in four. Most of the false ones are
+correct code made for CUDA only: the scan cannot tell a project that must run on a Mac from
+one that never will, and its maintainers would not change those lines.
 
 So a finding of a class measured below `BAR` is shown only at `--confidence low`, unless the
 project says its code must run without CUDA (`--portable`, or `portable = true` in
 `[tool.torchdoctor.scan]`), which turns the device rules back to their own confidence. A
-class is a rule and whether the file itself picks the CPU where CUDA is absent: `.cuda()` in
-such a file contradicts its own author (9 real in 10), elsewhere it is usually on purpose.
+class is a rule, whether the file itself picks the CPU where CUDA is absent (`.cuda()` in
+such a file contradicts its own author; elsewhere it is usually on purpose) and, for
+`torch.load` without `map_location`, whether the file writes files itself (`torch.save`): a
+script that saves its checkpoints from the device it trains on and loads them back crashes
+on the CPU it falls back to, while a load of released weights usually reads CPU tensors.
 Recompute `MEASURED` with `python benchmarks/scan_calibration.py`.
 """
 
@@ -22,71 +25,104 @@ from dataclasses import replace
 
 from .cuda_only import DEVICE_RULES
 from .model import Finding
+from .project import FileSummary
 
-SOURCE = "blind corpora 3-26 (docs/scan-precision.md), 2026-11-26"
-# (rule, the file falls back to the CPU): (real, not real), default output, first scorings
-MEASURED: dict[tuple[str, bool], tuple[int, int]] = {
-    ("TD001", False): (29, 108),
-    ("TD001", True): (9, 1),
-    ("TD002", False): (2, 40),
-    ("TD002", True): (0, 3),
-    ("TD003", False): (3, 26),
-    ("TD003", True): (2, 2),
-    ("TD005", False): (8, 27),
-    ("TD005", True): (5, 3),
-    ("TD101", False): (1, 25),
-    ("TD101", True): (22, 21),
-    ("TD102", False): (235, 10),
-    ("TD102", True): (96, 7),
-    ("TD103", False): (0, 1),
-    ("TD201", False): (0, 6),
-    ("TD301", False): (0, 2),
-    ("TD301", True): (1, 3),
-    ("TD302", False): (0, 5),
-    ("TD302", True): (0, 4),
-    ("TD304", True): (0, 1),
-    ("TD401", False): (0, 7),
-    ("TD402", False): (0, 31),
-    ("TD403", False): (0, 3),
-    ("TD501", False): (2, 7),
-    ("TD501", True): (0, 4),
-    ("TD502", False): (0, 14),
+SOURCE = "blind corpora 3-28 (docs/scan-precision.md), 2026-11-26"
+# (rule, the file falls back to the CPU, the file calls torch.save): (real, not real), of the
+# rules' own reasoning (before calibration) at the default output, first scorings
+MEASURED: dict[tuple[str, bool, bool], tuple[int, int]] = {
+    ("TD001", False, False): (29, 108),
+    ("TD001", True, False): (17, 1),
+    ("TD002", False, False): (2, 40),
+    ("TD002", True, False): (1, 3),
+    ("TD003", False, False): (3, 26),
+    ("TD003", True, False): (2, 3),
+    ("TD004", False, False): (0, 4),
+    ("TD005", False, False): (8, 28),
+    ("TD005", True, False): (5, 3),
+    ("TD101", False, False): (0, 21),
+    ("TD101", False, True): (1, 4),
+    ("TD101", True, False): (3, 14),
+    ("TD101", True, True): (35, 10),
+    ("TD102", False, False): (275, 10),
+    ("TD102", True, False): (119, 9),
+    ("TD103", False, False): (0, 1),
+    ("TD201", False, False): (0, 6),
+    ("TD301", False, False): (0, 2),
+    ("TD301", True, False): (1, 5),
+    ("TD302", False, False): (0, 5),
+    ("TD302", True, False): (0, 4),
+    ("TD304", True, False): (0, 1),
+    ("TD401", False, False): (0, 7),
+    ("TD402", False, False): (0, 32),
+    ("TD403", False, False): (0, 3),
+    ("TD501", False, False): (2, 7),
+    ("TD501", True, False): (0, 4),
+    ("TD502", False, False): (0, 20),
+    ("TD601", False, False): (2, 0),
 }
 BAR = 0.75  # at least three real findings in four, to be shown by default
 ENOUGH = 5  # fewer measured findings than this say nothing: the rule's own reasoning stands
 # Rules whose false findings were code made for CUDA only: `--portable` gives them back.
 PORTABILITY = DEVICE_RULES | frozenset(["TD301", "TD302", "TD303"])
-_WHERE = {True: " in files with a CPU fallback", False: " in files without a CPU fallback"}
+# Rules whose classes are also split by whether the file writes files (torch.save).
+BY_SAVES = frozenset(["TD101"])
+_FALLBACK = {True: "with a CPU fallback", False: "without a CPU fallback"}
+_SAVES = {True: " that also call torch.save", False: " that never call torch.save"}
 
 
-def measured(rule: str, fallback: bool) -> tuple[int, int] | None:
-    """The class's (real, not real); the rule's when the class has too few; else None."""
-    own = MEASURED.get((rule, fallback), (0, 0))
-    if sum(own) >= ENOUGH:
-        return own
-    other = MEASURED.get((rule, not fallback), (0, 0))
-    pooled = (own[0] + other[0], own[1] + other[1])
-    return pooled if sum(pooled) >= ENOUGH else None
+def writes_files(text: str) -> bool:
+    """Does the file write files with torch.save (its own checkpoints, usually)?"""
+    return "torch.save(" in text
 
 
-def below_bar(rule: str, fallback: bool, portable: bool) -> str | None:
+def _sum(keys: list[tuple[str, bool, bool]]) -> tuple[int, int]:
+    real = sum(MEASURED.get(k, (0, 0))[0] for k in keys)
+    return real, sum(MEASURED.get(k, (0, 0))[1] for k in keys)
+
+
+def measured(rule: str, fallback: bool, saves: bool = False) -> tuple[tuple[int, int], str] | None:
+    """The (real, not real) of the narrowest class with ENOUGH measured findings, and the words
+    that name it: the finding's own class, its rule in files like its file, or its rule; None
+    when even the rule has too few."""
+    saves = saves and rule in BY_SAVES
+    both = [(rule, fallback, s) for s in (False, True)]
+    anywhere = both + [(rule, not fallback, s) for s in (False, True)]
+    levels = [
+        ([(rule, fallback, saves)], f" in files {_FALLBACK[fallback]}{_SAVES[saves]}"),
+        (both, f" in files {_FALLBACK[fallback]}"),
+        (anywhere, ""),
+    ]
+    if rule not in BY_SAVES:
+        levels = levels[1:]
+    for keys, where in levels:
+        m = _sum(keys)
+        if sum(m) >= ENOUGH:
+            return m, where
+    return None
+
+
+def below_bar(rule: str, fallback: bool, portable: bool, saves: bool = False) -> str | None:
     """Why a finding of this class is low, when measured below the bar; None when it is not."""
     if portable and rule in PORTABILITY:
         return None
-    m = measured(rule, fallback)
-    if m is None or m[0] >= BAR * sum(m):
+    found = measured(rule, fallback, saves)
+    if found is None:
         return None
-    own = sum(MEASURED.get((rule, fallback), (0, 0))) >= ENOUGH  # else the rule's, pooled
-    where = _WHERE[fallback] if own else ""
-    why = f"{m[0]} of {sum(m)} {rule} findings{where} were real on code labelled blind ({SOURCE})"
+    (real, false), where = found
+    if real >= BAR * (real + false):
+        return None
+    why = f"{real} of {real + false} {rule} findings{where} were real on code labelled blind ({SOURCE})"
     if rule in PORTABILITY:
         why += "; --portable if this code must run without CUDA"
     return why
 
 
-def calibrated(f: Finding, fallback: bool, portable: bool) -> Finding:
+def calibrated(f: Finding, summary: FileSummary | None, portable: bool) -> Finding:
     """The finding at the confidence its class earned; its own grounds kept when already low."""
     if f.confidence == "low":
         return f
-    why = below_bar(f.rule, fallback, portable)
+    fallback = summary is not None and summary.fallback
+    saves = summary is not None and summary.saves
+    why = below_bar(f.rule, fallback, portable, saves)
     return replace(f, confidence="low", grounds=why) if why else f

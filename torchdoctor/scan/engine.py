@@ -19,7 +19,7 @@ from pathlib import Path
 
 from .analyzer import analyze
 from .cache import ScanCache, config_key, default_dir, digest
-from .calibration import calibrated
+from .calibration import calibrated, writes_files
 from .confidence import DEFAULT as DEFAULT_CONFIDENCE
 from .confidence import shown
 from .config import ProjectConfig, config_for, config_for_dir
@@ -194,6 +194,7 @@ def analyze_source(
         cuda_only=compiles_cuda_at_import(tree),
         imports=module_imports(tree),
         fallback=falls_back(text),
+        saves=writes_files(text),
     )
     rules = (opts.select if opts.select is not None else ALL_IDS) - opts.ignore
     if not rules:
@@ -434,8 +435,7 @@ def _assemble(
     project = Project(summaries, _reader(held), tree if memo is not None else "", memo)
     _find_calls(project, found, pool)
     for f in resolve(found, project):
-        summary = summaries.get(f.path)
-        f = calibrated(f, summary is not None and summary.fallback, _portable(f.path, opts))
+        f = calibrated(f, summaries.get(f.path), _portable(f.path, opts))
         if shown(f.confidence, _floor(f.path, opts)):
             result.findings.append(f)
         else:

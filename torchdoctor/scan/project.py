@@ -44,6 +44,7 @@ class FileSummary:
     cuda_only: str | None = None  # why importing the file needs CUDA (compiles_cuda_at_import)
     imports: list[str] = field(default_factory=list)  # modules it imports ("model", "..op")
     fallback: bool = False  # the file picks the CPU where CUDA is absent (context.falls_back)
+    saves: bool = False  # the file calls torch.save: it writes files of its own (calibration)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -52,6 +53,7 @@ class FileSummary:
             "cuda_only": self.cuda_only,
             "imports": list(self.imports),
             "fallback": self.fallback,
+            "saves": self.saves,
         }
 
     @classmethod
@@ -63,6 +65,7 @@ class FileSummary:
             None if only is None else str(only),
             [str(m) for m in doc["imports"]],
             bool(doc["fallback"]),
+            bool(doc["saves"]),
         )
 
 
