@@ -51,7 +51,7 @@ def test_cuda_in_a_cuda_only_trainer_is_low_by_default_efficientvit(tmp_path):
     assert _found(tmp_path, CUDA_ONLY_TRAINER) == [("TD001", "low")]
     (tmp_path / "m.py").write_text(CUDA_ONLY_TRAINER)
     (f,) = scan_paths([str(tmp_path)], ScanOptions(confidence="low"), jobs=1).findings
-    assert "29 of 139 TD001 findings in files without a CPU fallback" in f.grounds
+    assert "35 of 171 TD001 findings in files without a CPU fallback" in f.grounds
     assert "--portable" in f.grounds
 
 
@@ -62,6 +62,31 @@ def test_portable_gives_the_device_rule_its_own_confidence_back(tmp_path):
 def test_cuda_in_a_file_that_falls_back_torch_not_compiled_with_cuda_enabled(tmp_path):
     """9 of 10 such findings were real: shown without --portable."""
     assert _found(tmp_path, FALLING_BACK) == [("TD001", "high")]
+
+
+# AlphaPose's trackers/utils/utils.py (thirty-second blind corpus): the file's only choice by
+# CUDA's availability is where a checkpoint lands; its `.cuda()` helpers were copied from a
+# CUDA-only tracker and nothing calls them. A map_location choice is not a CPU fallback.
+MAP_LOCATION_ONLY = """import torch
+
+def build_targets(target, nB):
+    txy = torch.zeros(nB, 2).cuda()
+    return txy
+
+def load_model(model, path):
+    map_location = None if torch.cuda.is_available() else "cpu"
+    model.load_state_dict(torch.load(path, map_location=map_location, weights_only=True))
+"""
+
+
+def test_a_map_location_choice_is_not_a_cpu_fallback_alphapose(tmp_path):
+    (tmp_path / "m.py").write_text(MAP_LOCATION_ONLY)
+    (f,) = scan_paths([str(tmp_path)], ScanOptions(confidence="low"), jobs=1).findings
+    assert (f.rule, f.confidence) == ("TD001", "low")
+    # the same file choosing its compute device the same way does fall back
+    chooses = MAP_LOCATION_ONLY.replace("map_location = None", "device = None")
+    chooses = chooses.replace("map_location=map_location", "map_location=device")
+    assert _found(tmp_path, chooses) == [("TD001", "medium")]
 
 
 # sfujim/TD3's TD3.py (ninth blind corpus): the agent saves its state dicts from the device
@@ -90,8 +115,17 @@ def load(model, path):
 """
 
 
-def test_attempting_to_deserialize_on_a_cuda_device_round_trip_is_shown(tmp_path):
-    assert ("TD101", "high") in _found(tmp_path, ROUND_TRIP)
+def test_attempting_to_deserialize_on_a_cuda_device_round_trip_is_shown_portable(tmp_path):
+    """Real 35 times in 47: just under the bar by default, its own confidence with
+    --portable."""
+    (tmp_path / "m.py").write_text(ROUND_TRIP)
+    found = scan_paths([str(tmp_path)], ScanOptions(confidence="low"), jobs=1).findings
+    (f,) = [f for f in found if f.rule == "TD101"]
+    assert f.confidence == "low"
+    assert f.grounds.startswith(
+        "35 of 47 TD101 findings in files with a CPU fallback that also call torch.save"
+    )
+    assert ("TD101", "high") in _found(tmp_path, ROUND_TRIP, portable=True)
 
 
 def test_released_weights_loaded_in_a_falling_back_file_are_low(tmp_path):
@@ -102,7 +136,7 @@ def test_released_weights_loaded_in_a_falling_back_file_are_low(tmp_path):
 
 
 def test_weights_only_is_shown_everywhere_unsafe_pickle(tmp_path):
-    """TD102 was real 433 times in 452: calibration leaves it as it is."""
+    """TD102 was real 457 times in 476: calibration leaves it as it is."""
     assert ("TD102", "high") in _found(tmp_path, LOAD)
     assert ("TD101", "low") in _found(tmp_path, LOAD)
 

@@ -50,13 +50,30 @@ ELSE_CPU = re.compile(r"""else\s+(?:torch\.device\(\s*)?["']cpu["']""")
 DEVICE_OPTION_CPU = re.compile(r"""--device["'][^)]*?default\s*=\s*["']cpu["']""")
 
 
+def _picks_compute_device(text: str, pattern: re.Pattern[str]) -> bool:
+    """Does `pattern` match outside a `map_location` choice? `map_location = None if
+    cuda.is_available() else "cpu"` says where a checkpoint's tensors land, which a loader
+    copied into CUDA-only code says too (AlphaPose's tracker utilities, whose `.cuda()`
+    helpers nothing calls: thirty-second blind corpus); the device the code runs on is
+    chosen elsewhere."""
+    for m in pattern.finditer(text):
+        start = text.rfind("\n", 0, m.start()) + 1
+        end = text.find("\n", m.end())
+        if "map_location" not in text[start : end if end >= 0 else len(text)]:
+            return True
+    return False
+
+
 def falls_back(text: str) -> bool:
-    """Does the file pick (or default to) the CPU where CUDA is absent?"""
-    if "is_available()" in text and AVAILABLE_ELSE.search(text):
+    """Does the file pick (or default to) the CPU where CUDA is absent, for the device it
+    runs on?"""
+    if "is_available()" in text and _picks_compute_device(text, AVAILABLE_ELSE):
         return True
     if "cpu'" not in text and 'cpu"' not in text:
         return False
-    return bool(ELSE_CPU.search(text) or ("--device" in text and DEVICE_OPTION_CPU.search(text)))
+    return _picks_compute_device(text, ELSE_CPU) or (
+        "--device" in text and bool(DEVICE_OPTION_CPU.search(text))
+    )
 
 
 __all__ = [
