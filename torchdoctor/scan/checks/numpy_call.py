@@ -141,11 +141,16 @@ def _assignments(ctx: Context) -> list[tuple[int, str, ast.expr]]:
     got = ctx.memo.get(key)
     if got is None:
         body = list(f.node.body) if f else list(ctx._module.body if ctx._module else [])
+        # in source order, by where each value starts: two assignments on one line (`sd =
+        # load(p); sd = sd.get(k)`, FunASR) never compare their values (AST nodes)
         got = sorted(
-            (n.lineno, t.id, v)
-            for n in own_nodes(body)
-            if isinstance(n, ast.Assign)
-            for t, v in _pairs(n)
+            (
+                (n.lineno, t.id, v)
+                for n in own_nodes(body)
+                if isinstance(n, ast.Assign)
+                for t, v in _pairs(n)
+            ),
+            key=lambda a: (a[0], a[2].col_offset),
         )
         ctx.memo[key] = got
     return got  # type: ignore[return-value]
