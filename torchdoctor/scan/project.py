@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import ast
 import os
+import stat
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -405,6 +406,36 @@ def imports_cuda_only(summaries: dict[str, FileSummary]) -> dict[str, str]:
     return why
 
 
+# How far up from the loading file a relative path is looked for: the repository's root,
+# where the code is run from, is rarely deeper than this.
+SHIPPED_LEVELS = 4
+# A weights file the repository ships compressed (FastSpeech2's hifigan/*.pth.tar.zip).
+ARCHIVES = ("", ".zip")
+ROOTS = (".git", "pyproject.toml", "setup.py")
+
+
+def shipped_with(source: str, relative: str) -> str | None:
+    """The file a fixed relative path names, when the scanned tree holds it (or its .zip) in
+    the loading file's folder or one of its parents: weights committed with the code, trusted
+    like the code itself (stargan-v2's metrics/lpips_weights.ckpt, Amphion's ckpt/*_stats.pt,
+    labelled lookalikes in the eighteenth and twenty-seventh blind corpora). Only a regular
+    file counts; nothing is read."""
+    folder = os.path.dirname(os.path.abspath(source))
+    for _ in range(SHIPPED_LEVELS + 1):
+        for suffix in ARCHIVES:
+            candidate = os.path.join(folder, relative + suffix)
+            try:
+                if stat.S_ISREG(os.stat(candidate).st_mode):
+                    return os.path.relpath(candidate)
+            except (OSError, ValueError):
+                pass
+        parent = os.path.dirname(folder)
+        if parent == folder or any(os.path.exists(os.path.join(folder, m)) for m in ROOTS):
+            break  # the repository's root: what lies above is not the project's
+        folder = parent
+    return None
+
+
 def _decide(f: Finding, project: Project) -> Finding | None:
     kind, *args = f.needs or ("",)
     if kind == "mps":
@@ -424,6 +455,12 @@ def _decide(f: Finding, project: Project) -> Finding | None:
             "the code takes its device from a caller, but no scanned file that imports it "
             "falls back to the CPU: a GPU-saved file fails only on a machine it may not be for"
         )
+        return replace(f, confidence="low", grounds=why)
+    if kind == "shipped":
+        found = shipped_with(f.path, args[0])
+        if found is None:
+            return f
+        why = f"{found} ships with the code at that fixed path: as trusted as the code loading it"
         return replace(f, confidence="low", grounds=why)
     if kind == "callers":
         name, param, index = args[0], args[1], int(args[2])

@@ -166,13 +166,34 @@ def _torch_load(ctx: Context, node: ast.Call) -> None:
     # (fix.py may find more evidence, e.g. a torch.save of a state_dict() to the same path).
     safe = id(node) in ctx.into_load_state_dict
     edit = ctx.insert_after(last, ", weights_only=True") if safe else None
+    shipped = _fixed_relative_path(ctx, node)
     ctx.report(
         "TD102",
         node,
         "`torch.load` without `weights_only`: unpickling can run arbitrary code",
         "torch.load(…, weights_only=True); weights_only=False only for trusted files",
         edit,
+        needs=("shipped", shipped) if shipped else None,
     )
+
+
+def _fixed_relative_path(ctx: Context, node: ast.Call) -> str | None:
+    """The path a load reads when the code fixes it (a string literal, or a name the function
+    assigns only that literal) and it is relative: the project view looks for that file in
+    the scanned tree (project.py, "shipped")."""
+    path = path_argument(node, 0, "f")
+    if path is None or not _constant_text(ctx, path):
+        return None
+    values = [path]
+    if isinstance(path, ast.Name) and ctx.func is not None:
+        values = assigned_values(ctx.func.node, path.id)
+    texts = {v.value for v in values if isinstance(v, ast.Constant)}
+    if len(texts) != 1:
+        return None
+    text = str(texts.pop())
+    if not text or text.startswith(("/", "~", "\\")) or ":" in text:
+        return None  # absolute, a home directory, a URL or a drive: not the project's own
+    return text
 
 
 def _saved_here(ctx: Context) -> bool:
