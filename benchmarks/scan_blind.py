@@ -126,6 +126,13 @@ KIND_RULES: dict[str, frozenset[str]] = {
     # The thirty-first corpus's new kind, mapped before the scan was run on it: a model left
     # unmoved on devices accelerate's dispatch does not list (NPU, MLU); no rule reads it.
     "device-move-skipped": frozenset(),
+    # The thirty-seventh and fortieth corpora's new kinds, mapped before the scan was run on
+    # them: a CPU random generator asked for MPS tensors (riffusion) and a never-called
+    # `torch.cuda.is_available` test, which no rule reads; a CPU input given to a model placed
+    # on the GPU (stanford_alpaca), what TD303 is about.
+    "generator-device-mismatch": frozenset(),
+    "cuda-guard-not-called": frozenset(),
+    "mixed-device": frozenset({"TD303"}),
 }
 # Label rows the labeller gave one root cause (method.md): recall is also counted per root.
 ONE_ROOT = {("lllyasviel/Fooocus", "ldm_patched/modules/model_management.py")}
