@@ -92,3 +92,9 @@ def test_a_cached_scan_sees_the_weights_file_removed(tmp_path):
     assert second.cache_hits == 2  # lpips.py and setup.py: nothing analysed again
     assert [f.confidence for f in first.findings if f.rule == "TD102"] == ["low"]
     assert [f.confidence for f in second.findings if f.rule == "TD102"] == ["high"]
+
+
+def test_a_path_that_climbs_out_of_its_folder_is_not_looked_up(tmp_path):
+    repo = _repo(tmp_path, LPIPS.replace("metrics/lpips_weights.ckpt", "../lpips_weights.ckpt"))
+    (repo / "lpips_weights.ckpt").write_bytes(b"\x80\x02")
+    assert [c for c, _ in _td102(repo)] == ["high"]

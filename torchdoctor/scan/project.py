@@ -13,6 +13,9 @@ needs:
   file of that key from CPU-only data (RNG or scheduler state, a dataset cache). With mode
   "caller" (code that takes its device from a caller), lowered to `low` unless a file of the
   project that imports this one falls back to the CPU (a main.py that passes the device on).
+- ("shipped", path): a `torch.load` without `weights_only` of a fixed relative path; `low`
+  when the scanned tree holds that file (or its .zip) at the loading file's folder or a
+  parent up to the repository's root: weights committed with the code.
 - ("callers", name, param, index, "public"|"private"|"script"): a `param="cuda"` default of
   `name`; dropped when every call of `name` in the project passes `param` (by keyword, or by
   position `index`), `high` when some call leaves it out, else as reported (public) or `low`

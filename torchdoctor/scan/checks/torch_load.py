@@ -193,6 +193,8 @@ def _fixed_relative_path(ctx: Context, node: ast.Call) -> str | None:
     text = str(texts.pop())
     if not text or text.startswith(("/", "~", "\\")) or ":" in text:
         return None  # absolute, a home directory, a URL or a drive: not the project's own
+    if ".." in text.replace("\\", "/").split("/"):
+        return None  # it leaves the folder it names: the project's own tree is not sure
     return text
 
 
