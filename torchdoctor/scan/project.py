@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import ast
 import os
-import stat
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -427,11 +426,11 @@ def shipped_with(source: str, relative: str) -> str | None:
     for _ in range(SHIPPED_LEVELS + 1):
         for suffix in ARCHIVES:
             candidate = os.path.join(folder, relative + suffix)
-            try:
-                if stat.S_ISREG(os.stat(candidate).st_mode):
+            if os.path.isfile(candidate):  # a regular file (stat only), not a folder
+                try:
                     return os.path.relpath(candidate)
-            except (OSError, ValueError):
-                pass
+                except ValueError:  # another drive (Windows)
+                    return candidate
         parent = os.path.dirname(folder)
         if parent == folder or any(os.path.exists(os.path.join(folder, m)) for m in ROOTS):
             break  # the repository's root: what lies above is not the project's

@@ -182,15 +182,10 @@ def _fixed_relative_path(ctx: Context, node: ast.Call) -> str | None:
     assigns only that literal) and it is relative: the project view looks for that file in
     the scanned tree (project.py, "shipped")."""
     path = path_argument(node, 0, "f")
-    if path is None or not _constant_text(ctx, path):
+    texts = None if path is None else _constant_texts(ctx, path)
+    if texts is None or len(texts) != 1:
         return None
-    values = [path]
-    if isinstance(path, ast.Name) and ctx.func is not None:
-        values = assigned_values(ctx.func.node, path.id)
-    texts = {v.value for v in values if isinstance(v, ast.Constant)}
-    if len(texts) != 1:
-        return None
-    text = str(texts.pop())
+    text = texts.pop()
     if not text or text.startswith(("/", "~", "\\")) or ":" in text:
         return None  # absolute, a home directory, a URL or a drive: not the project's own
     if ".." in text.replace("\\", "/").split("/"):
@@ -246,18 +241,24 @@ def _hash_checked(ctx: Context, node: ast.Call) -> bool:
 
 def _constant_text(ctx: Context, expr: ast.expr) -> bool:
     """A string literal, or a name the function assigns only string literals to."""
+    return _constant_texts(ctx, expr) is not None
+
+
+def _constant_texts(ctx: Context, expr: ast.expr) -> set[str] | None:
+    """The strings of a string literal, or of a name (not a parameter) the function assigns
+    only string literals to; None for anything else."""
     if isinstance(expr, ast.Constant):
-        return isinstance(expr.value, str)
+        return {expr.value} if isinstance(expr.value, str) else None
     if not isinstance(expr, ast.Name) or ctx.func is None:
-        return False
+        return None
     values = assigned_values(ctx.func.node, expr.id)
     args = ctx.func.node.args
     params = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
-    return (
-        bool(values)
-        and expr.id not in params
-        and all(isinstance(v, ast.Constant) and isinstance(v.value, str) for v in values)
-    )
+    if not values or expr.id in params:
+        return None
+    if not all(isinstance(v, ast.Constant) and isinstance(v.value, str) for v in values):
+        return None
+    return {str(v.value) for v in values if isinstance(v, ast.Constant)}
 
 
 def _url_load(ctx: Context, node: ast.Call) -> None:
