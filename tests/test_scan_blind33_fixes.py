@@ -26,3 +26,25 @@ def test_two_assignments_on_one_line_typeerror_not_supported_between_call_and_ca
     numpy_lines = sorted(f.line for f in found if f.rule == "TD403")
     # the later assignment on the line is the one that counts: `y` is still on the device
     assert numpy_lines == [10]
+
+
+# Deep-reinforcement-learning-with-pytorch's SAC: `torch.load(self.policy_net.state_dict(),
+# path)` where `torch.save` was meant. It raises a TypeError before unpickling anything, so
+# TD102's "add weights_only=True" (and TD101's map_location) would be advice for a call that
+# never loads; three false TD102 findings in set 38.
+SAVE_MISSPELT = """import torch
+
+class SAC:
+    def save(self, path):
+        torch.load(self.policy_net.state_dict(), path + "policy.pth")
+
+    def load(self, path):
+        self.policy_net.load_state_dict(torch.load(path + "policy.pth"))
+"""
+
+
+def test_torch_load_of_a_state_dict_is_a_misspelt_save_not_an_unsafe_load():
+    found, _ = scan_source("SAC.py", SAVE_MISSPELT, ScanOptions(confidence="low"))
+    load_rules = {(f.rule, f.line) for f in found if f.rule in ("TD101", "TD102")}
+    assert ("TD102", 5) not in load_rules and ("TD101", 5) not in load_rules
+    assert ("TD102", 8) in load_rules  # the real load beside it is still reported

@@ -105,6 +105,18 @@ def _packaged(ctx: Context, node: ast.Call) -> bool:
     )
 
 
+def _saves_by_mistake(node: ast.Call) -> bool:
+    """`torch.load(model.state_dict(), path)`: a `torch.save` misspelt. The call raises before
+    it reads a byte, so neither map_location nor weights_only is the fix (Deep-RL-with-pytorch's
+    SAC, thirty-eighth blind corpus)."""
+    first = node.args[0] if node.args else None
+    return (
+        isinstance(first, ast.Call)
+        and isinstance(first.func, ast.Attribute)
+        and first.func.attr == "state_dict"
+    )
+
+
 def _judged_load(ctx: Context, node: ast.Call) -> dict[str, Any]:
     """A GPU-saved file fails to load only on a machine without CUDA: `high` where the file
     is meant to run there (it falls back to the CPU itself), `medium` where a `--device`
@@ -135,7 +147,7 @@ def _judged_load(ctx: Context, node: ast.Call) -> dict[str, Any]:
 def _torch_load(ctx: Context, node: ast.Call) -> None:
     kw = {k.arg for k in node.keywords}
     last = _last_arg(node)
-    if _exchanged(ctx) or _packaged(ctx, node):
+    if _exchanged(ctx) or _packaged(ctx, node) or _saves_by_mistake(node):
         return
     # Under `if use_cuda:` the load runs where CUDA is (Wav2Lip's _load maps to the CPU in its
     # else branch): map_location is moot there; weights_only is not.
