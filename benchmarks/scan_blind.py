@@ -140,6 +140,14 @@ KIND_RULES: dict[str, frozenset[str]] = {
     "dataparallel-module-on-cpu": frozenset(),
     "device-override-mismatch": frozenset(),
     "autocast-mps": frozenset(),
+    # The forty-ninth to fifty-sixth corpora's new kinds, mapped before the scan was run on
+    # them; no rule of this version reads any: a CPU tensor given a device index
+    # (transformer-xl), inputs moved to the model only on CUDA (donut),
+    # `get_device_states` on MPS (sentence-transformers' cached losses) and `.cuda(async=True)`.
+    "cpu-tensor-device-index": frozenset(),
+    "cuda-only-input-move": frozenset(),
+    "get-device-states-mps": frozenset(),
+    "cuda-async-keyword": frozenset(),
 }
 # Label rows the labeller gave one root cause (method.md): recall is also counted per root.
 ONE_ROOT = {("lllyasviel/Fooocus", "ldm_patched/modules/model_management.py")}
