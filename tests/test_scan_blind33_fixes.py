@@ -40,6 +40,9 @@ class SAC:
 
     def load(self, path):
         self.policy_net.load_state_dict(torch.load(path + "policy.pth"))
+
+    def save_critic(self, path):
+        torch.load(f=self.critic.state_dict())
 """
 
 
@@ -48,3 +51,4 @@ def test_torch_load_of_a_state_dict_is_a_misspelt_save_not_an_unsafe_load():
     load_rules = {(f.rule, f.line) for f in found if f.rule in ("TD101", "TD102")}
     assert ("TD102", 5) not in load_rules and ("TD101", 5) not in load_rules
     assert ("TD102", 8) in load_rules  # the real load beside it is still reported
+    assert ("TD102", 11) not in load_rules  # the same mistake with the `f=` keyword

@@ -109,7 +109,7 @@ def _saves_by_mistake(node: ast.Call) -> bool:
     """`torch.load(model.state_dict(), path)`: a `torch.save` misspelt. The call raises before
     it reads a byte, so neither map_location nor weights_only is the fix (Deep-RL-with-pytorch's
     SAC, thirty-eighth blind corpus)."""
-    first = node.args[0] if node.args else None
+    first = path_argument(node, 0, "f")
     return (
         isinstance(first, ast.Call)
         and isinstance(first.func, ast.Attribute)
