@@ -33,6 +33,7 @@ CUDA_ONLY_LIBS = frozenset(
     ["triton", "cutlass", "cuda", "pycuda", "cupy", "nvmath", "apex", "flash_attn", "tensorrt"]
 )
 SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+_SCOPE_KINDS = frozenset(SCOPES)
 
 
 def names(node: ast.AST) -> Iterator[str]:
@@ -169,11 +170,21 @@ def assigned_values(scope: ast.AST, name: str) -> list[ast.expr]:
 
 def own_nodes(nodes: list[ast.AST]) -> Iterator[ast.AST]:
     """Nodes of one scope: nested functions, lambdas and classes are not entered."""
+    # the fields read directly, not through ast.iter_child_nodes: a module's data tables
+    # (torch's sparse/_triton_ops_meta.py) hold hundreds of thousands of nodes
     todo = list(nodes)
+    pop, push = todo.pop, todo.append
     while todo:
-        node = todo.pop()
+        node = pop()
         yield node
-        todo.extend(c for c in ast.iter_child_nodes(node) if not isinstance(c, SCOPES))
+        for field in node._fields:
+            value = getattr(node, field, None)
+            if value.__class__ is list:
+                for child in value:
+                    if isinstance(child, ast.AST) and child.__class__ not in _SCOPE_KINDS:
+                        push(child)
+            elif isinstance(value, ast.AST) and value.__class__ not in _SCOPE_KINDS:
+                push(value)
 
 
 def first_stores(nodes: list[ast.AST]) -> dict[str, int]:

@@ -123,6 +123,8 @@ class ScanCache:
             if r.digest and r.path in cfg_keys:
                 entry = {"config": cfg_keys[r.path], "record": r.to_json()}
                 files[os.path.abspath(r.path)] = entry
+        if files == self.entries and project == self.project:
+            return  # a warm run over an unchanged tree: what is stored is already this
         doc = {"format": FORMAT, "fingerprint": self.fingerprint, "files": files}
         doc["project"] = project
         try:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import re
 from bisect import bisect_left
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from .astutil import (
@@ -222,16 +223,24 @@ class Context(SourcePositions, Bindings, DeviceGuards, CallSites, ast.NodeVisito
         i = bisect_left(self.candidates, node.lineno)
         return i < len(self.candidates) and self.candidates[i] <= (node.end_lineno or node.lineno)
 
+    def visit(self, node: ast.AST) -> None:
+        kind = node.__class__
+        method = _VISITORS.get(kind)
+        if method is None:
+            method = _VISITORS[kind] = getattr(Context, "visit_" + kind.__name__, _generic)
+        method(self, node)
+
     def generic_visit(self, node: ast.AST) -> None:
-        for _, value in ast.iter_fields(node):
-            if isinstance(value, list):
+        for field in node._fields:
+            value = getattr(node, field, None)
+            if value.__class__ is list:
                 if value and isinstance(value[0], ast.stmt):
                     self._block(value)
                 else:
                     for item in value:
-                        if isinstance(item, ast.AST):
+                        if isinstance(item, ast.AST) and item.__class__ not in LEAVES:
                             self.visit(item)
-            elif isinstance(value, ast.AST):
+            elif isinstance(value, ast.AST) and value.__class__ not in LEAVES:
                 self.visit(value)
 
     def _block(self, stmts: list[ast.stmt]) -> None:
@@ -386,6 +395,21 @@ class Context(SourcePositions, Bindings, DeviceGuards, CallSites, ast.NodeVisito
 
     visit_AsyncFor = visit_For
     visit_While = visit_For
+
+
+# Nodes with nothing under them that the walk reacts to (names, constants, operators, Load and
+# Store): skipped without a call, as most of a tree's nodes are these.
+LEAVES = frozenset(
+    [ast.Name, ast.Constant]
+    + [
+        kind
+        for base in (ast.expr_context, ast.operator, ast.cmpop, ast.unaryop, ast.boolop)
+        for kind in base.__subclasses__()
+    ]
+)
+# Node class -> Context's visit_ method, looked up once per class rather than once per node.
+_VISITORS: dict[type, Callable[[Context, ast.AST], None]] = {}
+_generic = Context.generic_visit
 
 
 def _catches_assertion(kind: ast.expr | None) -> bool:

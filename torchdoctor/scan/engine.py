@@ -87,11 +87,8 @@ class ScanOptions:
         return json.dumps([select, sorted(self.ignore), self.use_config])
 
 
-def is_test_file(path: Path) -> bool:
-    name = path.name
-    if name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py":
-        return True
-    return any(part in TEST_DIRS for part in path.parts[:-1])
+def _test_name(name: str) -> bool:
+    return name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"
 
 
 def _skip_dir(dirpath: str, name: str) -> bool:
@@ -121,8 +118,10 @@ def iter_files(
     errors = [] if errors is None else errors
     seen: set[str] = set()
 
-    def first(p: str) -> bool:
-        real = os.path.realpath(p)
+    def first(p: str, real_dir: str | None = None) -> bool:
+        # a walked file that is no link is its real folder's: one lstat, not one per component
+        linked = real_dir is None or os.path.islink(p)
+        real = os.path.realpath(p) if linked else os.path.join(real_dir, os.path.basename(p))
         if real in seen:
             return False
         seen.add(real)
@@ -139,13 +138,14 @@ def iter_files(
             continue
         for dirpath, dirnames, filenames in os.walk(root, onerror=walk_error):
             dirnames[:] = sorted(d for d in dirnames if not _skip_dir(dirpath, d))
+            real_dir = os.path.realpath(dirpath)
+            in_tests = any(part in TEST_DIRS for part in Path(dirpath).relative_to(root).parts)
             for fn in sorted(filenames):
                 if fn.endswith(".py"):
                     p = os.path.join(dirpath, fn)
-                    if not first(p) or not _regular(p, errors):
+                    if not first(p, real_dir) or not _regular(p, errors):
                         continue
-                    rel = Path(p).relative_to(root)
-                    yield p, (not include_tests and is_test_file(rel))
+                    yield p, (not include_tests and (in_tests or _test_name(fn)))
 
 
 def _ids(listed: str) -> set[str]:
