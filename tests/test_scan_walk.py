@@ -59,3 +59,21 @@ def test_a_warm_run_over_an_unchanged_tree_does_not_rewrite_its_cache(tmp_path):
     (src / "train.py").write_text("import torch\nm = Net().cpu()\n")
     scan_paths([str(src)], opts, jobs=1)
     assert stored.stat().st_ino != before.st_ino  # an edit is stored (atomic_write: a new file)
+
+
+def test_the_nodes_the_walk_skips_have_no_visitor_of_their_own():
+    """Context skips names, constants and operators without visiting them: a `visit_Name`
+    added later would never run, so none may exist (ast.NodeVisitor's own `visit_Constant`
+    only forwards to the deprecated `visit_Num` and the like, which Context does not have)."""
+    import ast
+
+    from torchdoctor.scan.context import LEAVES, Context
+
+    def own(name: str) -> bool:
+        return getattr(Context, name, None) not in (None, getattr(ast.NodeVisitor, name, None))
+
+    assert ast.Name in LEAVES and ast.Constant in LEAVES
+    assert not [k for k in LEAVES if own("visit_" + k.__name__)]
+    assert not [
+        m for m in ("visit_Num", "visit_Str", "visit_Bytes", "visit_NameConstant") if own(m)
+    ]
