@@ -47,6 +47,10 @@ POSITIVE = {
     "TD102": ["sd = torch.load(f, map_location='cpu')", "sd = torch.load(f, 'cpu')"],
     "TD201": ["m = nn.DataParallel(model)", "m = torch.nn.DataParallel(model, device_ids=[0])"],
     "TD202": ["m = nn.DataParallel(model.cuda())"],
+    "TD203": [
+        "def train(model):\n    if torch.cuda.device_count() > 1:\n"
+        "        model = nn.DataParallel(model)\n    torch.save(model.module.state_dict(), f)",
+    ],
     "TD301": [
         MODULE.format(init="self.pos = torch.zeros(10)", forward="x = x + self.pos"),
         MODULE.format(
@@ -158,6 +162,11 @@ NEGATIVE = {
     "TD102": ["sd = torch.load(f, map_location='cpu', weights_only=False)", "np.load(f)"],
     "TD201": ["m = DistributedDataParallel(model)"],
     "TD202": ["m = nn.DataParallel(model.to(device))"],
+    "TD203": [
+        "def train(model):\n    model = nn.DataParallel(model)\n    sd = model.module.state_dict()",
+        "def train(model):\n    if torch.cuda.device_count() > 1:\n"
+        "        model = nn.DataParallel(model)\n    sd = getattr(model, 'module', model)",
+    ],
     "TD301": [
         MODULE.format(init='self.register_buffer("pos", torch.zeros(10))', forward="pass"),
         MODULE.format(init="self.w = nn.Parameter(torch.zeros(10))", forward="pass"),

@@ -124,6 +124,16 @@ RULES: tuple[Rule, ...] = (
         "`.to(device)` and wrap it only when `torch.cuda.device_count() > 1`.",
     ),
     Rule(
+        "TD203",
+        "module-of-conditional-wrap",
+        "error",
+        "`.module` of a model wrapped in DataParallel/DDP only on some machines",
+        "`if torch.cuda.is_available(): model = nn.DataParallel(model)` and later "
+        "`model.module.state_dict()`: where the model was not wrapped (the CPU, one GPU, a run "
+        "outside torchrun) `.module` raises AttributeError. Read "
+        "`getattr(model, 'module', model)`, or keep the unwrapped model in its own variable.",
+    ),
+    Rule(
         "TD301",
         "tensor-attribute-not-buffer",
         "error",
