@@ -155,6 +155,12 @@ KIND_RULES: dict[str, frozenset[str]] = {
     "device-mismatch": frozenset({"TD303"}),
     "bfloat16-on-mps": frozenset(),
     "nonexistent-device-api": frozenset(),
+    # The sixty-fifth to seventy-second corpora's new kinds, mapped before the scan was run on
+    # them: a GPU tensor handed to SciPy, which converts it to NumPy and raises as `.numpy()`
+    # does (allennlp's fairness metrics), what TD403 is about; a `torch.backends.cuda` flag
+    # context (OpenNMT-py), a lookalike of TD003's `torch.cuda` calls.
+    "implicit-numpy-on-device-tensor": frozenset({"TD403"}),
+    "torch-backends-cuda": frozenset({"TD003"}),
 }
 # Label rows the labeller gave one root cause (method.md): recall is also counted per root.
 ONE_ROOT = {("lllyasviel/Fooocus", "ldm_patched/modules/model_management.py")}
