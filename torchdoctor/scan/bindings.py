@@ -31,6 +31,9 @@ class Bindings:
         for a in node.names:
             if a.name == "torch" and a.asname:
                 self.torch_names.add(a.asname)
+            elif a.asname and a.name.startswith("torch."):
+                # `import torch.utils.model_zoo as model_zoo` (pytorch-retinanet's model.py)
+                self.imported[a.asname] = a.name
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         if node.module and not node.level and node.module.split(".")[0] == "torch":

@@ -9,6 +9,7 @@ from typing import Any
 
 from ..astutil import assigned_values, dotted
 from ..context import DEVICE_VARIABLE, Check, Context
+from ..model import Edit
 from ..saved_files import path_argument, path_keys
 
 # Files that hold no CUDA tensors: RNG state is a CPU ByteTensor, schedulers and GradScaler
@@ -167,6 +168,12 @@ def _torch_load(ctx: Context, node: ast.Call) -> None:
             ctx.insert_after(last, f", map_location={target}") if edit else None,
             **_judged_load(ctx, node),
         )
+    _weights_only(ctx, node, kw, ctx.insert_after(last, ", weights_only=True"))
+
+
+def _weights_only(ctx: Context, node: ast.Call, kw: set[str | None], edit: Edit | None) -> None:
+    """TD102 for a load given the keywords `kw`; `edit` adds weights_only=True, applied only
+    where the result goes straight into load_state_dict."""
     torch_min = ctx.project.torch_min
     if "weights_only" in kw or "pickle_module" in kw or ctx.in_with(SAFE_GLOBALS):
         # an explicit choice (a pickle_module such as dill means full unpickling on purpose,
@@ -176,8 +183,8 @@ def _torch_load(ctx: Context, node: ast.Call) -> None:
         return  # the project requires torch ≥ 2.6, where weights_only=True is the default
     # weights_only=True refuses a pickled module or object: only a state dict surely loads
     # (fix.py may find more evidence, e.g. a torch.save of a state_dict() to the same path).
-    safe = id(node) in ctx.into_load_state_dict
-    edit = ctx.insert_after(last, ", weights_only=True") if safe else None
+    if id(node) not in ctx.into_load_state_dict:
+        edit = None
     shipped = _fixed_relative_path(ctx, node)
     ctx.report(
         "TD102",
@@ -332,12 +339,48 @@ def _forwarded_load(ctx: Context, node: ast.Call) -> None:
     )
 
 
+def _spread_keys(ctx: Context, node: ast.Call) -> set[str | None] | None:
+    """The keywords of `torch.load(path, **kwargs)` where `kwargs` is a dict the function
+    builds itself: a name (not a parameter) it assigns only dict literals with string keys,
+    `{'map_location': …}` in one branch and `{}` in the other (EDSR's model/__init__.py and
+    its copies, RCAN's in the seventy-third blind corpus). None when they cannot be known."""
+    spread = [k.value for k in node.keywords if k.arg is None]
+    if ctx.func is None or len(spread) != 1 or not isinstance(spread[0], ast.Name):
+        return None
+    name = spread[0].id
+    args = ctx.func.node.args
+    params = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
+    params |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
+    values = assigned_values(ctx.func.node, name)
+    if name in params or not values or not all(isinstance(v, ast.Dict) for v in values):
+        return None
+    keys: set[str | None] = {k.arg for k in node.keywords if k.arg is not None}
+    given = [k for v in values for k in v.keys]  # type: ignore[attr-defined]
+    for sub in ast.walk(ctx.func.node):
+        if isinstance(sub, ast.Subscript) and isinstance(sub.ctx, ast.Store):
+            if isinstance(sub.value, ast.Name) and sub.value.id == name:
+                given.append(sub.slice)  # `kw['map_location'] = 'cpu'` (LPIPS's dist_model)
+        elif isinstance(sub, ast.Attribute) and dotted(sub.value) == name:
+            return None  # `kwargs.update(…)`, `kwargs.setdefault(…)`: keys unknown
+    for k in given:
+        if not (isinstance(k, ast.Constant) and isinstance(k.value, str)):
+            return None  # `{**other}` or a computed key
+        keys.add(k.value)
+    return keys
+
+
 def on_call(ctx: Context, node: ast.Call) -> None:
     if not node.args and not node.keywords:
         return
     if any(k.arg is None for k in node.keywords):
         if ctx.torch_call(node) == "load":
-            _forwarded_load(ctx, node)
+            keys = _spread_keys(ctx, node)
+            if keys is None:
+                _forwarded_load(ctx, node)
+            elif not (_exchanged(ctx) or _packaged(ctx, node) or _saves_by_mistake(node)):
+                # map_location may be in one branch only: TD101 stays quiet; weights_only
+                # is in none
+                _weights_only(ctx, node, keys, None)
         return  # otherwise **kwargs may carry the arguments: unsure, so quiet
     name = ctx.torch_call(node)
     if name == "load":
