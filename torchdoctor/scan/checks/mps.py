@@ -97,6 +97,22 @@ def _float64(ctx: Context, node: ast.Call) -> None:
         return
     if casts and isinstance(func, ast.Attribute) and _on_a_device(ctx, func.value):
         ctx.report("TD601", node, FLOAT64_MESSAGE, _FIX, needs=("mps",))
+    elif casts and isinstance(func, ast.Attribute) and _in_module_forward(ctx):
+        # a tensor of a module's forward is on the module's device (mace's MACELES.forward:
+        # `node_e0.clone().double()` on a model the project runs with --device mps; ACEsuit/
+        # mace#1271, seventy-eighth blind corpus)
+        ctx.report(
+            "TD601",
+            node,
+            FLOAT64_MESSAGE + ": a module's forward runs on the module's device",
+            _FIX,
+            needs=("mps",),
+        )
+
+
+def _in_module_forward(ctx: Context) -> bool:
+    f = ctx.func
+    return f is not None and f.cls is not None and f.cls.is_module and f.node.name == "forward"
 
 
 def _then_cpu(ctx: Context, node: ast.Call) -> bool:

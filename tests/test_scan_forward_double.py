@@ -1,0 +1,51 @@
+"""TD601 for a float64 cast inside a module's forward: the tensors there are on the module's
+device. mace's MACELES.forward (`node_e0.clone().double()`) raises "Cannot convert a MPS
+Tensor to float64 dtype" when a user picks `--device mps`, which mace offers (ACEsuit/mace#1271;
+the seventy-eighth blind corpus). In a project that never picks MPS the finding stays low."""
+
+from __future__ import annotations
+
+from torchdoctor.scan.engine import ScanOptions, scan_paths
+
+MODEL = """import torch
+from torch import nn
+
+
+class Energy(nn.Module):
+    def forward(self, node_e0, inter):
+        total = node_e0.clone().double() + inter.to(torch.float64)
+        return total
+
+    def summary(self, x):
+        return x.double()
+
+
+class NotAModule:
+    def forward(self, x):
+        return x.double()
+"""
+PICKS_MPS = """import torch
+
+def init_device(name):
+    if name == "mps" and torch.backends.mps.is_available():
+        return torch.device("mps")
+    return torch.device("cpu")
+"""
+
+
+def _td601(tmp_path, *files: tuple[str, str]) -> list[tuple[int, str]]:
+    for name, text in files:
+        (tmp_path / name).write_text(text)
+    res = scan_paths([str(tmp_path)], ScanOptions(confidence="low"), jobs=1)
+    return sorted((f.line, f.confidence) for f in res.findings if f.rule == "TD601")
+
+
+def test_cannot_convert_a_mps_tensor_to_float64_in_a_forward_mace(tmp_path):
+    # both casts of forward; not the helper method, not a plain class's forward
+    found = _td601(tmp_path, ("model.py", MODEL), ("tools.py", PICKS_MPS))
+    assert found == [(7, "high"), (7, "high")]
+
+
+def test_forward_double_in_a_project_that_never_picks_mps_is_low(tmp_path):
+    found = _td601(tmp_path, ("model.py", MODEL))
+    assert [c for _, c in found] == ["low", "low"]
