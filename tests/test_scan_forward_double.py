@@ -49,3 +49,13 @@ def test_cannot_convert_a_mps_tensor_to_float64_in_a_forward_mace(tmp_path):
 def test_forward_double_in_a_project_that_never_picks_mps_is_low(tmp_path):
     found = _td601(tmp_path, ("model.py", MODEL))
     assert [c for _, c in found] == ["low", "low"]
+
+
+def test_a_cast_straight_to_numpy_is_a_host_tensor_pyg_to_slic(tmp_path):
+    """PyG's ToSLIC transform: `slic(img.to(torch.double).numpy())` in a forward; `.numpy()`
+    says the tensor is on the CPU already."""
+    host = MODEL.replace(
+        "total = node_e0.clone().double() + inter.to(torch.float64)",
+        "total = slic(node_e0.to(torch.double).numpy())",
+    )
+    assert _td601(tmp_path, ("model.py", host), ("tools.py", PICKS_MPS)) == []

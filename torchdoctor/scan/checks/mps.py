@@ -97,7 +97,12 @@ def _float64(ctx: Context, node: ast.Call) -> None:
         return
     if casts and isinstance(func, ast.Attribute) and _on_a_device(ctx, func.value):
         ctx.report("TD601", node, FLOAT64_MESSAGE, _FIX, needs=("mps",))
-    elif casts and isinstance(func, ast.Attribute) and _in_module_forward(ctx):
+    elif (
+        casts
+        and isinstance(func, ast.Attribute)
+        and _in_module_forward(ctx)
+        and ctx.then.get(id(node)) not in HOST_NEXT
+    ):
         # a tensor of a module's forward is on the module's device (mace's MACELES.forward:
         # `node_e0.clone().double()` on a model the project runs with --device mps; ACEsuit/
         # mace#1271, seventy-eighth blind corpus)
@@ -108,6 +113,10 @@ def _float64(ctx: Context, node: ast.Call) -> None:
             _FIX,
             needs=("mps",),
         )
+
+
+# What follows a cast of a host tensor: `img.to(torch.double).numpy()` (PyG's ToSLIC transform)
+HOST_NEXT = frozenset(["numpy", "tolist", "item"])
 
 
 def _in_module_forward(ctx: Context) -> bool:
