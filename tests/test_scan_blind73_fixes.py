@@ -93,3 +93,48 @@ def test_keys_added_to_the_local_dict_count_lpips_dist_model():
     chosen = src.replace("kw['map_location'] = 'cpu'", "kw['weights_only'] = True")
     assert found(chosen) == []
     assert found(src.replace("kw = {}", "kw = {}\n        kw.update(opts)")) == []
+
+
+def test_a_main_that_saves_and_waits_at_a_barrier_still_loads_the_users_checkpoint_albef():
+    """salesforce/ALBEF's Grounding.py main(): `torch.load(args.checkpoint, map_location='cpu')`,
+    then training that saves checkpoints and calls dist.barrier(); the load reads the user's
+    file, not one the ranks exchanged (set 87: seven TD102 missed). A shared-folder gather
+    (sam2's shape) still reads what the save wrote."""
+    albef = """
+    import os
+    import torch
+    import torch.distributed as dist
+
+    def main(args, model):
+        if args.checkpoint:
+            checkpoint = torch.load(args.checkpoint, map_location='cpu')
+            model.load_state_dict(checkpoint['model'])
+        for epoch in range(args.epochs):
+            torch.save({'model': model.state_dict()}, os.path.join(args.output_dir, 'ckpt.pth'))
+            dist.barrier()
+    """
+    assert [r for r, _ in found(albef)] == ["TD102"]
+    shared = """
+    import os
+    import torch
+    import torch.distributed as dist
+
+    def gather(data, tmpdir, rank, world):
+        torch.save(data, os.path.join(tmpdir, f"{rank}.pt"))
+        dist.barrier()
+        return [torch.load(os.path.join(tmpdir, f"{i}.pt")) for i in range(world)]
+    """
+    assert found(shared) == []
+
+
+def test_training_args_bin_holds_no_tensors_oscar():
+    """microsoft/Oscar's run_retrieval.py reloads the Trainer's `training_args.bin`, a pickled
+    argparse Namespace: map_location is moot (set 87's lookalike); weights_only is not."""
+    src = """
+    import os
+    import torch
+
+    def restore(args):
+        return torch.load(os.path.join(args.eval_model_dir, 'training_args.bin'))
+    """
+    assert found(src) == [("TD102", 6)]

@@ -16,7 +16,11 @@ from ..saved_files import path_argument, path_keys
 # keep Python numbers, caches and preprocessed data are built on the host. Told apart by the
 # path or the consumer of the result; or (project view) by the project's own torch.save of
 # the file from CPU-only data (saved_files.py).
-CPU_ONLY_STATE = re.compile(r"rng|random|sched|scaler|lr_|cache|processed|offload", re.I)
+# The training arguments a Hugging Face Trainer saves (`training_args.bin`) hold no tensors
+# (microsoft/Oscar's run_retrieval.py, eighty-seventh blind corpus).
+CPU_ONLY_STATE = re.compile(
+    r"rng|random|sched|scaler|lr_|cache|processed|offload|training_args", re.I
+)
 SAFE_GLOBALS = re.compile(r"safe_globals$")
 # Code that runs on whatever device it is given: `.to(device)`, a `device` parameter.
 DEVICE_PARAMETER = re.compile(r"\.to\(\s*(?:self\.|args\.)?device\s*[,)]|def \w+\([^)]*\bdevice\b")
@@ -68,20 +72,62 @@ EXCHANGE = frozenset([
 ])  # fmt: skip
 
 
-def _exchanged(ctx: Context) -> bool:
-    """The function torch.saves an object and meets the other ranks: what it loads, the job's
-    own processes serialised a moment ago (sam2's training/utils/distributed.py gathers any
-    picklable object that way, through a BytesIO or a shared folder; fifth blind corpus)."""
+def _chains(expr: ast.AST) -> set[str]:
+    """The variables an expression reads, as dotted chains (`args.output_dir`, `tmpdir`), not
+    the functions it calls (`os.path.join`)."""
+    called = {id(n.func) for n in ast.walk(expr) if isinstance(n, ast.Call)}
+    inner = {id(n.value) for n in ast.walk(expr) if isinstance(n, ast.Attribute)}
+    return {
+        dotted(n)
+        for n in ast.walk(expr)
+        if isinstance(n, (ast.Name, ast.Attribute)) and id(n) not in called | inner and dotted(n)
+    }
+
+
+def _exchanged(ctx: Context, node: ast.Call) -> bool:
+    """The function torch.saves an object and meets the other ranks, and the load reads what
+    was saved: an in-memory buffer, a path built from a variable the save's path uses too, or
+    anything that does not come from the function's parameters (a temporary file). What it
+    loads, the job's own processes serialised a moment ago (sam2's
+    training/utils/distributed.py gathers any picklable object that way, through a BytesIO or a
+    shared folder; fifth blind corpus). ALBEF's main() saves checkpoints and waits at a
+    barrier, but loads the user's `args.checkpoint` (eighty-seventh corpus: seven TD102
+    missed)."""
     f = ctx.func
     if f is None or f.trains():
         return False  # a training function that also saves and syncs (yolov7's train())
     key = f"exchanged:{id(f.node)}"
     if key not in ctx.memo:
-        calls = [dotted(n.func) for n in ast.walk(f.node) if isinstance(n, ast.Call)]
-        ctx.memo[key] = any(c.endswith("torch.save") for c in calls) and any(
-            c.rsplit(".", 1)[-1] in EXCHANGE for c in calls
-        )
-    return bool(ctx.memo[key])
+        calls = [n for n in ast.walk(f.node) if isinstance(n, ast.Call)]
+        names = [dotted(c.func) for c in calls]
+        saved: set[str] = set()
+        for c, name in zip(calls, names, strict=True):
+            if name.endswith("torch.save") and len(c.args) > 1:
+                saved |= _reads(f.node, c.args[1])
+        exchanges = any(n.rsplit(".", 1)[-1] in EXCHANGE for n in names)
+        saves = any(n.endswith("torch.save") for n in names)
+        ctx.memo[key] = saved if exchanges and saves else None
+    saved = ctx.memo[key]
+    path = path_argument(node, 0, "f")
+    if saved is None or path is None:
+        return False
+    if any(isinstance(n, ast.Call) and dotted(n.func).endswith("BytesIO") for n in ast.walk(path)):
+        return True
+    read = _reads(f.node, path)
+    a = f.node.args
+    params = {p.arg for p in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg] if p}
+    from_params = any(r.split(".", 1)[0] in params for r in read)
+    return bool(read & saved) or not from_params  # type: ignore[operator]
+
+
+def _reads(scope: ast.AST, expr: ast.expr) -> set[str]:
+    """The variables a path expression reads (`_chains`), and those of what the function
+    assigns to its names (`load_data_path = os.path.join(save_dir, name)`)."""
+    read = _chains(expr)
+    for name in [r for r in read if "." not in r]:
+        for value in assigned_values(scope, name):
+            read |= _chains(value)
+    return read
 
 
 def _path_exprs(ctx: Context, node: ast.Call) -> list[ast.expr]:
@@ -148,7 +194,7 @@ def _judged_load(ctx: Context, node: ast.Call) -> dict[str, Any]:
 def _torch_load(ctx: Context, node: ast.Call) -> None:
     kw = {k.arg for k in node.keywords}
     last = _last_arg(node)
-    if _exchanged(ctx) or _packaged(ctx, node) or _saves_by_mistake(node):
+    if _exchanged(ctx, node) or _packaged(ctx, node) or _saves_by_mistake(node):
         return
     # Under `if use_cuda:` the load runs where CUDA is (Wav2Lip's _load maps to the CPU in its
     # else branch): map_location is moot there; weights_only is not.
@@ -377,7 +423,7 @@ def on_call(ctx: Context, node: ast.Call) -> None:
             keys = _spread_keys(ctx, node)
             if keys is None:
                 _forwarded_load(ctx, node)
-            elif not (_exchanged(ctx) or _packaged(ctx, node) or _saves_by_mistake(node)):
+            elif not (_exchanged(ctx, node) or _packaged(ctx, node) or _saves_by_mistake(node)):
                 # map_location may be in one branch only: TD101 stays quiet; weights_only
                 # is in none
                 _weights_only(ctx, node, keys, None)
