@@ -165,6 +165,12 @@ KIND_RULES: dict[str, frozenset[str]] = {
     # them: numba's CUDA JIT called without a CPU path (mmdetection3d's rotated IoU), which no
     # rule reads (TD003 is about `torch.cuda`).
     "numba-cuda-unguarded": frozenset(),
+    # The eighty-eighth to ninety-third corpora's new kinds, mapped before the scan was run on
+    # them: a device option the loader itself rejects ("Invalid device: mps", the Gorilla
+    # scripts vendored in LLaMA-Adapter), which no rule reads; an invalid `device='gpu'`
+    # default (evodiff), a lookalike of TD005's "cuda" defaults.
+    "device-option-rejected": frozenset(),
+    "invalid-device-default": frozenset({"TD005"}),
 }
 # Label rows the labeller gave one root cause (method.md): recall is also counted per root.
 ONE_ROOT = {("lllyasviel/Fooocus", "ldm_patched/modules/model_management.py")}
