@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import textwrap
 
+import pytest
+
 from torchdoctor.scan.engine import ScanOptions, scan_source
 
 
@@ -103,21 +105,19 @@ def test_wrapped_on_every_path_ddp_or_dataparallel():
     assert td203(src) == []
 
 
-def test_unconditional_wrap_keeps_module_on_the_cpu():
-    # DataParallel without visible GPUs still wraps (device_ids=[]): `.module` exists
-    src = """
-    def build(model):
-        model = torch.nn.DataParallel(model)
-        return model.module
-    """
-    assert td203(src) == []
+# DataParallel without visible GPUs still wraps (device_ids=[]): `.module` exists; a wrap under
+# a test about something else is not judged.
+QUIET_WRAPS = {
+    "unconditional": "model = torch.nn.DataParallel(model)",
+    "other_test": "if args.parallel:\n            model = torch.nn.DataParallel(model)",
+}
 
 
-def test_wrap_under_a_test_about_something_else_is_not_judged():
-    src = """
+@pytest.mark.parametrize("wrap", QUIET_WRAPS.values(), ids=QUIET_WRAPS.keys())
+def test_wraps_that_keep_module_or_are_not_about_devices(wrap: str):
+    src = f"""
     def build(model, args):
-        if args.parallel:
-            model = torch.nn.DataParallel(model)
+        {wrap}
         return model.module
     """
     assert td203(src) == []
