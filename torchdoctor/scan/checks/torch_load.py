@@ -114,10 +114,14 @@ def _exchanged(ctx: Context, node: ast.Call) -> bool:
     if any(isinstance(n, ast.Call) and dotted(n.func).endswith("BytesIO") for n in ast.walk(path)):
         return True
     read = _reads(f.node, path)
-    a = f.node.args
-    params = {p.arg for p in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg] if p}
-    from_params = any(r.split(".", 1)[0] in params for r in read)
+    from_params = any(r.split(".", 1)[0] in _parameters(f.node) for r in read)
     return bool(read & saved) or not from_params  # type: ignore[operator]
+
+
+def _parameters(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """Every parameter name, `*args` and `**kwargs` included."""
+    a = fn.args
+    return {p.arg for p in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg] if p}
 
 
 def _reads(scope: ast.AST, expr: ast.expr) -> set[str]:
@@ -394,11 +398,10 @@ def _spread_keys(ctx: Context, node: ast.Call) -> set[str | None] | None:
     if ctx.func is None or len(spread) != 1 or not isinstance(spread[0], ast.Name):
         return None
     name = spread[0].id
-    args = ctx.func.node.args
-    params = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
-    params |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
     values = assigned_values(ctx.func.node, name)
-    if name in params or not values or not all(isinstance(v, ast.Dict) for v in values):
+    if name in _parameters(ctx.func.node) or not values:
+        return None
+    if not all(isinstance(v, ast.Dict) for v in values):
         return None
     keys: set[str | None] = {k.arg for k in node.keywords if k.arg is not None}
     given = [k for v in values for k in v.keys]  # type: ignore[attr-defined]
