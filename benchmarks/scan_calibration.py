@@ -1,6 +1,6 @@
 """The blind figures behind `torchdoctor/scan/calibration.py`, recomputed from history.
 
-    python benchmarks/scan_calibration.py [--sets 3-87] [--corpus-root /work/research]
+    python benchmarks/scan_calibration.py [--sets 3-93] [--corpus-root /work/research]
 
 Each blind set was scored once, on the commit its `results-blind.md` names first. This
 script checks out that commit's `torchdoctor/` (git archive, into a temporary folder), with
@@ -108,7 +108,7 @@ def span(text: str) -> list[int]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--sets", default="3-87", help="a range of set numbers (default 3-87)")
+    ap.add_argument("--sets", default="3-93", help="a range of set numbers (default 3-93)")
     ap.add_argument("--corpus-root", type=Path, default=Path("/work/research"))
     args = ap.parse_args()
     total: Counter = Counter()
