@@ -49,7 +49,10 @@ def set_dir(n: int) -> Path:
 
 def scoring_commit(n: int) -> str:
     """The commit the set was scored on: the first hash its results-blind.md names."""
-    found = COMMIT.search((set_dir(n) / "results-blind.md").read_text())
+    results = set_dir(n) / "results-blind.md"
+    if not results.is_file():
+        sys.exit(f"set {n}: no results-blind.md (score the set once first: scan_blind.py)")
+    found = COMMIT.search(results.read_text())
     if found is None:
         sys.exit(f"set {n}: no commit in results-blind.md")
     return found.group(0)
