@@ -168,6 +168,11 @@ def assigned_values(scope: ast.AST, name: str) -> list[ast.expr]:
     ]
 
 
+def parent_map(scope: ast.AST) -> dict[int, ast.AST]:
+    """id(node) -> its parent, for every node under `scope`."""
+    return {id(child): node for node in ast.walk(scope) for child in ast.iter_child_nodes(node)}
+
+
 def own_nodes(nodes: list[ast.AST]) -> Iterator[ast.AST]:
     """Nodes of one scope: nested functions, lambdas and classes are not entered."""
     # the fields read directly, not through ast.iter_child_nodes: a module's data tables

@@ -12,6 +12,8 @@ from __future__ import annotations
 import ast
 import contextlib
 
+from .astutil import parent_map
+
 DICT_VIEWS = frozenset(["items", "keys", "values"])
 SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.Module)
 
@@ -21,10 +23,7 @@ class StateDictEvidence:
         self.tree = tree
         self.lines = lines
         self.saved_paths = saved_paths
-        self.parent: dict[int, ast.AST] = {}
-        for node in ast.walk(self.tree):
-            for child in ast.iter_child_nodes(node):
-                self.parent[id(child)] = node
+        self.parent = parent_map(self.tree)
 
     def call_at(self, line: int, col: int) -> ast.Call | None:
         """The call starting at 1-based `line` and 0-based character column `col`."""

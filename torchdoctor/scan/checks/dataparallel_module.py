@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import ast
 
-from ..astutil import GUARD_WORD, dotted, names
+from ..astutil import GUARD_WORD, dotted, names, parent_map
 from ..context import Check, Context
 
 WRAPPERS = frozenset(["DataParallel", "DistributedDataParallel", "DDP"])
@@ -59,14 +59,6 @@ def _always_wraps(body: list[ast.stmt], target: str) -> bool:
         if isinstance(s, ast.Try) and _always_wraps(s.body, target):
             return True
     return False
-
-
-def _parents(scope: Scope) -> dict[int, ast.AST]:
-    out: dict[int, ast.AST] = {}
-    for node in ast.walk(scope):
-        for child in ast.iter_child_nodes(node):
-            out[id(child)] = node
-    return out
 
 
 def _condition(node: ast.AST, parents: dict[int, ast.AST], scope: Scope) -> ast.expr | None:
@@ -146,7 +138,7 @@ def findings(scope: Scope, target: str) -> list[tuple[ast.Attribute, ast.expr]]:
     """The unguarded `<target>.module` reads of a target wrapped only under a device test,
     each with that test. A script's global is followed at the top level only: a function's
     `model` may be its own parameter."""
-    parents = _parents(scope)
+    parents = parent_map(scope)
     wraps = _wrap_stmts(scope, target)
     conditions = [_condition(w, parents, scope) for w in wraps]
     if not wraps or any(c is None for c in conditions):
