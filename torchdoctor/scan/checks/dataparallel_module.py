@@ -6,9 +6,9 @@ never wrapped and `.module` raises AttributeError, typically when the first chec
 saved. Seven such lines in three of the blind corpora (deeplab-xception's trainer,
 decision-transformer's Atari trainer, Conv-TasNet's solver), none flagged by another rule.
 The wrap and the access are matched within one class (`self.x`) or one function (a local
-name); an access under any test that could rule the unwrapped model out (`hasattr`,
-`isinstance`, a device or distributed flag) or inside a `try` that catches AttributeError is
-left alone.
+name), so Conv-TasNet's, wrapped in train.py and read in solver.py, is not found. An access
+under any test that could rule the unwrapped model out (`hasattr`, `isinstance`, a device or
+distributed flag) or inside a `try` that catches AttributeError is left alone.
 """
 
 from __future__ import annotations
@@ -128,10 +128,9 @@ def _home(parents: dict[int, ast.AST], node: ast.AST) -> ast.AST:
     return node
 
 
-def _before(parents: dict[int, ast.AST], wraps: list[ast.stmt], node: ast.AST) -> bool:
-    """Is `node` read before a wrap in the same function (the model not wrapped yet)?"""
-    home = _home(parents, node)
-    return any(_home(parents, w) is home and node.lineno <= w.lineno for w in wraps)  # type: ignore[attr-defined]
+def _before(wraps: list[tuple[ast.stmt, ast.AST]], node: ast.AST, home: ast.AST) -> bool:
+    """Is `node` (in `home`) read before a wrap in the same function (not wrapped yet)?"""
+    return any(h is home and node.lineno <= w.lineno for w, h in wraps)  # type: ignore[attr-defined]
 
 
 def findings(scope: Scope, target: str) -> list[tuple[ast.Attribute, ast.expr]]:
@@ -143,18 +142,22 @@ def findings(scope: Scope, target: str) -> list[tuple[ast.Attribute, ast.expr]]:
     conditions = [_condition(w, parents, scope) for w in wraps]
     if not wraps or any(c is None for c in conditions):
         return []  # wrapped unconditionally somewhere, or under a test about something else
-    homes = [_home(parents, w) for w in wraps]
-    if any(_always_wraps(list(getattr(h, "body", [])), target) for h in homes):
+    homed = [(w, _home(parents, w)) for w in wraps]
+    if any(_always_wraps(list(getattr(h, "body", [])), target) for _, h in homed):
         return []  # `if ddp: m = DDP(m) else: m = DataParallel(m)`: wrapped either way
     out = []
     for node in ast.walk(scope):
-        if (
+        if not (
             isinstance(node, ast.Attribute)
             and node.attr == "module"
             and isinstance(node.ctx, ast.Load)
             and dotted(node.value) == target
-            and not _before(parents, wraps, node)
-            and (not isinstance(scope, ast.Module) or _home(parents, node) is scope)
+        ):
+            continue
+        home = _home(parents, node)
+        if (
+            not _before(homed, node, home)
+            and (not isinstance(scope, ast.Module) or home is scope)
             and not _guarded(node, parents, scope, target)
         ):
             out.append((node, conditions[0]))  # type: ignore[arg-type]
