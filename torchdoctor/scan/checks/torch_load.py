@@ -321,9 +321,7 @@ def _constant_texts(ctx: Context, expr: ast.expr) -> set[str] | None:
     if not isinstance(expr, ast.Name) or ctx.func is None:
         return None
     values = assigned_values(ctx.func.node, expr.id)
-    args = ctx.func.node.args
-    params = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
-    if not values or expr.id in params:
+    if not values or expr.id in ctx.func.params():
         return None
     if not all(isinstance(v, ast.Constant) and isinstance(v.value, str) for v in values):
         return None
