@@ -1,6 +1,7 @@
 """The blind figures behind `torchdoctor/scan/calibration.py`, recomputed from history.
 
-    python benchmarks/scan_calibration.py [--sets 3-93] [--corpus-root /work/research]
+    python benchmarks/scan_calibration.py [--sets 3-98] [--unit repository|finding]
+        [--corpus-root /work/research] [--cache DIR]
 
 Each blind set was scored once, on the commit its `results-blind.md` names first. This
 script checks out that commit's `torchdoctor/` (git archive, into a temporary folder), with
@@ -11,7 +12,14 @@ verdict of every finding on a labelled line: true (its label is a must-flag the 
 at) or false. Each finding is put in a class as the current calibration does: its rule,
 whether its file picks the CPU where CUDA is absent (`context.falls_back`) and, for the rules
 split that way, whether the file calls torch.save (`calibration.writes_files`). It prints,
-per class, true/false counts over all the sets: the table to paste.
+per class, the real and not-real weight over all the sets: the table to paste.
+
+What counts one is a repository (`--unit repository`, the default): each repository where a
+class fired weighs one, split by the share of its findings there that were real. Lines of
+one file, or one repository, are not independent samples: ClassSR's one `base_model.py`
+(18 loads) or fairscale's one `offload.py` (7 `.cuda()`) would otherwise each turn a class.
+A repository is what the corpora sample (each set picks repositories, then their files) and
+what a user scans. `--unit finding` gives the per-finding counts of the earlier tables.
 
 Trees are looked up as `<corpus-root>/scan_corpus<N>/<name>` (set 1: `scan_corpus`).
 Unlabelled lines are left out: their verdicts were not blind.
@@ -78,6 +86,7 @@ def export(commit: str, into: Path) -> Path:
 
 
 def classes_of_set(n: int, code: Path, corpus_root: Path) -> Counter:
+    """(repository, rule, falls back, saves, real) -> findings, for one set."""
     here = set_dir(n)
     corpus = json.loads((here / "corpus.json").read_text())
     labels = sb.read_labels(here / "labels.csv")
@@ -95,7 +104,7 @@ def classes_of_set(n: int, code: Path, corpus_root: Path) -> Counter:
                     continue
                 text = (tree / f.file).read_text(errors="replace")
                 saves = f.rule in BY_SAVES and writes_files(text)
-                out[(f.rule, falls_back(text), saves, verdict == "tp")] += 1
+                out[(entry["repo"], f.rule, falls_back(text), saves, verdict == "tp")] += 1
     finally:
         if old is None:
             os.environ.pop("PYTHONPATH", None)
@@ -104,26 +113,73 @@ def classes_of_set(n: int, code: Path, corpus_root: Path) -> Counter:
     return out
 
 
+def cached_classes(n: int, tmp: Path, corpus_root: Path, cache: Path | None) -> Counter:
+    """One set's counts, read from `cache/<n>.json` when an earlier run left them there."""
+    saved = cache / f"{n}.json" if cache else None
+    commit = scoring_commit(n)
+    if saved and saved.is_file():
+        data = json.loads(saved.read_text())
+        if data["commit"] == commit:
+            return Counter({tuple(key): count for key, count in data["counts"]})
+    counts = classes_of_set(n, export(commit, tmp), corpus_root)
+    if saved:
+        saved.parent.mkdir(parents=True, exist_ok=True)
+        rows = [[list(key), count] for key, count in sorted(counts.items())]
+        saved.write_text(json.dumps({"commit": commit, "counts": rows}))
+    return counts
+
+
+def table(total: Counter, unit: str) -> dict[tuple[str, bool, bool], tuple[float, float]]:
+    """(rule, falls back, saves) -> (real, not real). By finding, each finding counts one; by
+    repository, each repository where the class fired counts one, split by the share of its
+    findings that were real: the precision a user scanning one repository meets, on average,
+    not swayed by one file that repeats one pattern twenty times."""
+    per: dict[tuple, list[float]] = {}
+    for (repo, rule, fb, saves, real), count in total.items():
+        key = (rule, fb, saves) if unit == "finding" else (repo, rule, fb, saves)
+        per.setdefault(key, [0, 0])[0 if real else 1] += count
+    out: dict[tuple[str, bool, bool], tuple[float, float]] = {}
+    for key, (real, false) in per.items():
+        cls = key if unit == "finding" else key[1:]
+        share = (
+            (real, false) if unit == "finding" else (real / (real + false), false / (real + false))
+        )
+        had = out.get(cls, (0, 0))
+        out[cls] = (had[0] + share[0], had[1] + share[1])
+    return out
+
+
 def span(text: str) -> list[int]:
     first, _, last = text.partition("-")
     return list(range(int(first), int(last or first) + 1))
 
 
+def number(x: float) -> str:
+    return f"{x:.2f}".rstrip("0").rstrip(".")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--sets", default="3-93", help="a range of set numbers (default 3-93)")
+    ap.add_argument("--sets", default="3-98", help="a range of set numbers (default 3-98)")
     ap.add_argument("--corpus-root", type=Path, default=Path("/work/research"))
+    ap.add_argument(
+        "--unit",
+        choices=["repository", "finding"],
+        default="repository",
+        help="what counts one: a repository where the class fired (default) or a finding",
+    )
+    ap.add_argument("--cache", type=Path, help="keep each set's counts here (N.json), to reuse")
     args = ap.parse_args()
     total: Counter = Counter()
     with tempfile.TemporaryDirectory() as tmp:
         for n in span(args.sets):
-            code = export(scoring_commit(n), Path(tmp))
-            total += classes_of_set(n, code, args.corpus_root)
-    print("MEASURED = {  # (rule, falls back to the CPU, calls torch.save): (true, false)")
-    for cls in sorted({key[:3] for key in total}):
+            total += cached_classes(n, Path(tmp), args.corpus_root, args.cache)
+    print(
+        f"MEASURED = {{  # (rule, falls back to the CPU, calls torch.save): (real, not real) by {args.unit}"
+    )
+    for cls, (real, false) in sorted(table(total, args.unit).items()):
         rule, fb, saves = cls
-        real, false = total[(*cls, True)], total[(*cls, False)]
-        print(f'    ("{rule}", {fb}, {saves}): ({real}, {false}),')
+        print(f'    ("{rule}", {fb}, {saves}): ({number(real)}, {number(false)}),')
     print("}")
 
 

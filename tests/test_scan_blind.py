@@ -124,7 +124,7 @@ def test_scan_of_a_tiny_tree_keeps_repo_relative_paths_and_lines(tmp_path):
         'import torch\nD = "cuda" if torch.cuda.is_available() else "cpu"\n'
         "class Net:\n    def load(self):\n        return self.m.cuda()\n"
     )
-    found = sb.scan_repo(tmp_path, "o/r", None, 1)
+    found = sb.scan_repo(tmp_path, "o/r", "low", 1)
     assert [(f.file, f.line, f.rule) for f in found] == [("pkg/model.py", 5, "TD001")]
     assert not (tmp_path / ".torchdoctor_cache").exists()  # the corpus trees stay untouched
     lab = sb.Label("o/r", "pkg/model.py", 5, "TD001 hardcoded-cuda-call", "crash", True)

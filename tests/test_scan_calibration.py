@@ -51,7 +51,9 @@ def test_cuda_in_a_cuda_only_trainer_is_low_by_default_efficientvit(tmp_path):
     assert _found(tmp_path, CUDA_ONLY_TRAINER) == [("TD001", "low")]
     (tmp_path / "m.py").write_text(CUDA_ONLY_TRAINER)
     (f,) = scan_paths([str(tmp_path)], ScanOptions(confidence="low"), jobs=1).findings
-    assert "51 of 437 TD001 findings in files without a CPU fallback" in f.grounds
+    assert (
+        "TD001 findings in files without a CPU fallback were 19 % real, per repository" in f.grounds
+    )
     assert "--portable" in f.grounds
 
 
@@ -60,8 +62,14 @@ def test_portable_gives_the_device_rule_its_own_confidence_back(tmp_path):
 
 
 def test_cuda_in_a_file_that_falls_back_torch_not_compiled_with_cuda_enabled(tmp_path):
-    """9 of 10 such findings were real: shown without --portable."""
-    assert _found(tmp_path, FALLING_BACK) == [("TD001", "high")]
+    """Real in 60 % of the 21 repositories where it fired (sets 3-98): under the bar, so shown
+    only with --portable or --confidence low; fairscale's offload.py (set 95, seven `.cuda()`
+    in a file that falls back, all CUDA-only) tipped it."""
+    (tmp_path / "m.py").write_text(FALLING_BACK)
+    (f,) = scan_paths([str(tmp_path)], ScanOptions(confidence="low"), jobs=1).findings
+    assert (f.rule, f.confidence) == ("TD001", "low")
+    assert "TD001 findings in files with a CPU fallback were 60 % real" in f.grounds
+    assert _found(tmp_path, FALLING_BACK, portable=True) == [("TD001", "high")]
 
 
 # AlphaPose's trackers/utils/utils.py (thirty-second blind corpus): the file's only choice by
@@ -86,7 +94,7 @@ def test_a_map_location_choice_is_not_a_cpu_fallback_alphapose(tmp_path):
     # the same file choosing its compute device the same way does fall back
     chooses = MAP_LOCATION_ONLY.replace("map_location = None", "device = None")
     chooses = chooses.replace("map_location=map_location", "map_location=device")
-    assert _found(tmp_path, chooses) == [("TD001", "medium")]
+    assert _found(tmp_path, chooses, portable=True) == [("TD001", "medium")]
 
 
 # sfujim/TD3's TD3.py (ninth blind corpus): the agent saves its state dicts from the device
@@ -115,9 +123,12 @@ def load(model, path):
 """
 
 
-def test_attempting_to_deserialize_on_a_cuda_device_round_trip_is_shown(tmp_path):
-    """Real 72 times in 95: shown without --portable."""
-    assert ("TD101", "high") in _found(tmp_path, ROUND_TRIP)
+def test_attempting_to_deserialize_on_a_cuda_device_round_trip_is_portable_only(tmp_path):
+    """Real in 57 % of the 36 repositories where it fired: low by default, shown at its own
+    confidence with --portable (ClassSR's base_model.py, set 98: eighteen such loads of a
+    CUDA-only trainer, one repository)."""
+    assert ("TD101", "low") in _found(tmp_path, ROUND_TRIP)
+    assert ("TD101", "high") in _found(tmp_path, ROUND_TRIP, portable=True)
 
 
 def test_released_weights_loaded_in_a_falling_back_file_are_low(tmp_path):
@@ -128,13 +139,13 @@ def test_released_weights_loaded_in_a_falling_back_file_are_low(tmp_path):
 
 
 def test_weights_only_is_shown_everywhere_unsafe_pickle(tmp_path):
-    """TD102 was real 1,360 times in 1,394: calibration leaves it as it is."""
+    """TD102 was 97 % real per repository, over 492: calibration leaves it as it is."""
     assert ("TD102", "high") in _found(tmp_path, LOAD)
     assert ("TD101", "low") in _found(tmp_path, LOAD)
 
 
 def test_a_rule_that_is_not_about_devices_stays_low_even_portable(tmp_path):
-    """`.item()` every step: 2 of 81 real; running without CUDA does not change that."""
+    """`.item()` every step: 1 % real over 34 repositories; without CUDA it is no truer."""
     plain = [r for r in _found(tmp_path, PRINTED_LOSS) if r[0] == "TD402"]
     portable = [r for r in _found(tmp_path, PRINTED_LOSS, portable=True) if r[0] == "TD402"]
     assert plain == portable
@@ -143,20 +154,24 @@ def test_a_rule_that_is_not_about_devices_stays_low_even_portable(tmp_path):
 
 def test_a_class_with_too_few_findings_is_judged_by_a_wider_one(monkeypatch):
     table = {
-        ("TD101", True, True): (3, 0),  # three: too few to say anything
+        ("TD101", True, True): (2, 0),  # two repositories: too few to say anything
         ("TD101", True, False): (1, 3),
         ("TD101", False, False): (0, 9),
-        ("TD003", True, False): (2, 2),
+        ("TD003", True, False): (1, 1),
     }
     monkeypatch.setattr(calibration, "MEASURED", table)
-    assert measured("TD101", True, saves=True) == ((4, 3), " in files with a CPU fallback")
+    assert measured("TD101", True, saves=True) == ((3, 3), " in files with a CPU fallback")
     assert measured("TD101", False, saves=True) == ((0, 9), " in files without a CPU fallback")
-    assert measured("TD003", True) is None  # four, and none elsewhere: its reasoning stands
+    assert measured("TD003", True) is None  # two, and none elsewhere: its reasoning stands
     assert measured("TD003", True, saves=True) is None  # TD003 is not split by saves
     assert below_bar("TD003", True, portable=False) is None
     assert below_bar("TD602", False, portable=False) is None  # never measured
     why = below_bar("TD101", True, portable=False, saves=True)
-    assert why is not None and why.startswith("4 of 7 TD101 findings in files with a CPU fallback ")
+    assert why is not None
+    assert why.startswith(
+        "TD101 findings in files with a CPU fallback were 50 % real, per repository"
+    )
+    assert "over the 6 repositories" in why
 
 
 def test_weights_only_is_above_the_bar_everywhere():
@@ -190,7 +205,7 @@ def test_the_default_output_counts_what_calibration_hid(tmp_path):
 
 # riffusion's riffusion_pipeline.py (thirty-seventh blind corpus), like tortoise-tts's .ptt
 # files (twenty-ninth): a traced module loaded without map_location, saved from the CPU or
-# only ever run on CUDA. None of six such findings was real (none of eleven with sets 41-56).
+# only ever run on CUDA. None was real, in the six repositories where one fired (sets 3-98).
 JIT_LOAD = """import torch
 
 def load_traced(unet_file):
@@ -203,6 +218,6 @@ def test_jit_load_without_map_location_is_low_by_default_riffusion(tmp_path):
     (f,) = scan_paths([str(tmp_path)], ScanOptions(confidence="low"), jobs=1).findings
     assert (f.rule, f.confidence) == ("TD103", "low")
     assert f.grounds.startswith(
-        "0 of 6 TD103 findings in files without a CPU fallback were real on code labelled blind"
+        "TD103 findings in files without a CPU fallback were 0 % real, per repository, over the 6"
     )
     assert _found(tmp_path, JIT_LOAD, portable=True) == [("TD103", "medium")]

@@ -62,13 +62,14 @@ def test_json_is_one_versioned_document(project):
     jsonschema.Draft202012Validator(REPORT_SCHEMA).validate(doc)  # the one shared contract
     assert doc["summary"]["files_scanned"] == 2
     assert doc["summary"]["file_errors"] == 2
-    # `.cuda()` in a file that falls back to the CPU is shown; its load without map_location
-    # is of a class the blind corpora found real half the time: low, unless --portable
-    assert {f["id"] for f in doc["findings"]} == {"TD001", "TD102"}
-    assert doc["summary"]["below_confidence"] == 1
+    # `.cuda()` in a file that falls back to the CPU and its load without map_location are of
+    # classes the blind corpora found real in about half the repositories: low, unless
+    # --portable; the load without weights_only is shown
+    assert {f["id"] for f in doc["findings"]} == {"TD102"}
+    assert doc["summary"]["below_confidence"] == 2
     portable = json.loads(run_cli("scan", str(project), "--json", "--portable").stdout)
     assert {f["id"] for f in portable["findings"]} == {"TD001", "TD101", "TD102"}
-    f = next(f for f in doc["findings"] if f["id"] == "TD001")
+    f = next(f for f in portable["findings"] if f["id"] == "TD001")
     assert set(f) >= {"id", "level", "message", "subject", "remedies", "details", "doc"}
     assert f["subject"] == f"{f['details']['path']}:{f['details']['line']}:{f['details']['col']}"
     assert f["doc"].endswith("/docs/scan/TD001.md")

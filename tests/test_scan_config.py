@@ -17,9 +17,9 @@ from torchdoctor.scan.engine import scan_source
 
 from .conftest import REPO
 
-# `.cuda()` in a library class's method: TD001 at its default confidence (in a script or a
-# module-level function it is `low`, below the default output).
-# `.cuda()` in a file that picks the CPU elsewhere: shown by default (scan/calibration.py)
+# `.cuda()` in a library class's method of a file that picks the CPU elsewhere: TD001, shown
+# when the project says it must run without CUDA (`portable = true`, scan/calibration.py)
+PORTABLE = "[tool.torchdoctor.scan]\nportable = true\n"
 CUDA_IN_CLASS = (
     'DEVICE = "cuda" if torch.cuda.is_available() else "cpu"\n'
     "class Net:\n    def load(self):\n        self.m.cuda()\n"
@@ -67,7 +67,7 @@ def project(tmp_path):
 
 def test_per_file_ignores_and_ignore_from_pyproject(project):
     root = project(
-        '[tool.torchdoctor.scan]\nignore = ["TD201"]\n'
+        '[tool.torchdoctor.scan]\nportable = true\nignore = ["TD201"]\n'
         '[tool.torchdoctor.scan.per-file-ignores]\n"tests/*" = ["TD001"]\n"gpu_*.py" = ["*"]\n',
         {
             "src/a.py": CUDA_IN_CLASS + "m = nn.DataParallel(m)\n",
@@ -83,7 +83,7 @@ def test_per_file_ignores_and_ignore_from_pyproject(project):
 
 def test_shared_ignore_list_with_a_code_prefix_and_other_commands_ids(project):
     root = project(
-        '[tool.torchdoctor]\nignore = ["TD1", "container"]\n',
+        '[tool.torchdoctor]\nignore = ["TD1", "container"]\n' + PORTABLE,
         {"a.py": "import torch\nsd = torch.load(p)\n" + CUDA_IN_CLASS},
     )
     result = scan_paths([str(root)], ScanOptions(), jobs=1)
@@ -92,9 +92,9 @@ def test_shared_ignore_list_with_a_code_prefix_and_other_commands_ids(project):
 
 
 def test_invalid_config_is_a_file_error_and_the_scan_goes_on(project):
-    root = project("[tool.torchdoctor.scan\n", {"a.py": CUDA_IN_CLASS})
+    root = project("[tool.torchdoctor.scan\n", {"a.py": "import torch\nsd = torch.load(p)\n"})
     result = scan_paths([str(root)], ScanOptions(), jobs=1)
-    assert [f.rule for f in result.findings] == ["TD001"]
+    assert [f.rule for f in result.findings] == ["TD102"]
     assert any("not valid TOML" in e.message for e in result.errors)
 
 
@@ -144,6 +144,7 @@ def test_pre_commit_hook_runs_the_scan_on_the_files_it_is_given(tmp_path):
     assert exe == "torchdoctor"  # the console script the package installs
     bad, good = tmp_path / "bad.py", tmp_path / "good.py"
     bad.write_text("import torch\n" + CUDA_IN_CLASS)
+    (tmp_path / "pyproject.toml").write_text(PORTABLE)
     good.write_text("import torch\nm.to(device)\n")
     cmd = [sys.executable, "-m", "torchdoctor", *args]
     assert subprocess.run([*cmd, str(good)], capture_output=True).returncode == 0
@@ -165,9 +166,10 @@ def test_pre_commit_try_repo_on_a_sample_project(tmp_path):
     proj = tmp_path / "proj"
     proj.mkdir()
     (proj / "models.py").write_text("import torch\n" + CUDA_IN_CLASS)
+    (proj / "pyproject.toml").write_text(PORTABLE)
     git = ["git", "-C", str(proj), "-c", "user.name=t", "-c", "user.email=t@t"]
     subprocess.run([*git, "init", "-q"], check=True)
-    subprocess.run([*git, "add", "models.py"], check=True)
+    subprocess.run([*git, "add", "models.py", "pyproject.toml"], check=True)
     env = {"PRE_COMMIT_HOME": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"}
     run = subprocess.run(
         [pre_commit, "try-repo", str(REPO), "torchdoctor-scan", "--all-files"],
