@@ -118,6 +118,24 @@ def test_requirements_file_declares_the_torch_floor(tmp_path):
     config_for_dir.cache_clear()
 
 
+def test_torch_floor_from_a_dependency_group_slm_lab(tmp_path):
+    """kengz/SLM-Lab (set 99) requires torch>=2.8.0 in its `ml` dependency group only: its
+    loads default to weights_only=True there, TD102 has nothing to say."""
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\nname = "x"\ndependencies = ["pyyaml>=6"]\n'
+        '[project.optional-dependencies]\nviz = ["plotly"]\n'
+        '[dependency-groups]\nml = ["gymnasium==1.2.0", "torch>=2.8.0"]\n'
+        'dev = [{include-group = "ml"}, "pytest"]\n'
+    )
+    config_for_dir.cache_clear()
+    assert config_for_dir(str(tmp_path)).torch_min == (2, 8)
+    config_for_dir.cache_clear()
+    (tmp_path / "m.py").write_text("import torch\nsd = torch.load(p)\n")
+    result = scan_paths([str(tmp_path)], ScanOptions(confidence="low"), jobs=1)
+    assert "TD102" not in [f.rule for f in result.findings]
+    config_for_dir.cache_clear()
+
+
 @pytest.mark.parametrize(
     ("reqs", "floor"),
     [
@@ -128,6 +146,15 @@ def test_requirements_file_declares_the_torch_floor(tmp_path):
         (["torchvision>=0.20"], None),
         (["torch>=2.6", "torch>=1.13"], (1, 13)),
         (["torch>=2.6; python_version >= '3.9'"], (2, 6)),
+        # lenML/Speech-AI-Forge's requirements.dev_gpu.txt (set 103): a direct wheel pins 2.6,
+        # where torch.load defaults to weights_only=True
+        (
+            [
+                "torch @ https://mirror.sjtu.edu.cn/pytorch-wheels/cu126/torch-2.6.0%2Bcu126-cp310-cp310-linux_x86_64.whl"
+            ],
+            (2, 6),
+        ),
+        (["torch @ git+https://github.com/pytorch/pytorch"], None),
     ],
 )
 def test_torch_lower_bound(reqs, floor):

@@ -73,11 +73,13 @@ def find_pyproject(start: Path | None = None) -> Path | None:
 
 @dataclass(frozen=True)
 class Config:
-    """A validated ``[tool.torchdoctor]`` (and the ``[project]`` table beside it)."""
+    """A validated ``[tool.torchdoctor]`` (and the ``[project]`` and ``[dependency-groups]``
+    tables beside it)."""
 
     path: str | None = None
     table: Mapping[str, Any] = field(default_factory=dict)
     project: Mapping[str, Any] = field(default_factory=dict)
+    groups: Mapping[str, Any] = field(default_factory=dict)  # PEP 735 dependency groups
 
     @property
     def root(self) -> str | None:
@@ -196,11 +198,17 @@ def _read(path: str, _mtime_ns: int, _size: int) -> Config:
         raise ConfigError(path, f"not valid TOML ({exc})") from None
     tool = doc.get("tool", {})
     project = doc.get("project", {})
+    groups = doc.get("dependency-groups", {})
     try:
         table = _validated(tool.get("torchdoctor", {}) if isinstance(tool, dict) else {})
     except ValueError as exc:
         raise ConfigError(path, str(exc)) from None
-    return Config(path, table, project if isinstance(project, dict) else {})
+    return Config(
+        path,
+        table,
+        project if isinstance(project, dict) else {},
+        groups if isinstance(groups, dict) else {},
+    )
 
 
 def load(path: Path | None = None) -> Config:

@@ -31,6 +31,8 @@ CONFIG_LIMIT = shared_config.CONFIG_LIMIT
 ALL = "*"
 TORCH_REQ = re.compile(r"^\s*torch(?![\w.-])\s*(?:\[[^\]]*\])?\s*([^;#\n]*)", re.M)
 LOWER_BOUND = re.compile(r"(>=|==|~=|>)\s*(\d+)\.(\d+)")
+# `torch @ https://…/torch-2.6.0%2Bcu126-cp310-…whl`: a direct wheel pins the release in its name
+WHEEL_VERSION = re.compile(r"@.*/torch-(\d+)\.(\d+)[^/]*\.whl")
 PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 SHARED, OWN = "[tool.torchdoctor]", "[tool.torchdoctor.scan]"
 
@@ -70,6 +72,7 @@ def torch_lower_bound(requirements: list[str]) -> tuple[int, int] | None:
     for req in requirements:
         for m in TORCH_REQ.finditer(req):
             bounds = [(int(a), int(b)) for _, a, b in LOWER_BOUND.findall(m.group(1))]
+            bounds += [(int(a), int(b)) for a, b in WHEEL_VERSION.findall(m.group(1))]
             if not bounds:
                 return None
             best = max(bounds) if best is None else min(best, max(bounds))
@@ -141,13 +144,23 @@ def _project_root(directory: str) -> str | None:
         d = parent
 
 
+def _pyproject_requirements(cfg: shared_config.Config) -> list[str]:
+    """Every requirement string of `[project]` dependencies, its optional dependencies and
+    `[dependency-groups]` (an `{include-group = …}` entry is not a requirement)."""
+    lists = [cfg.project.get("dependencies", [])]
+    extras = cfg.project.get("optional-dependencies", {})
+    lists += list(extras.values()) if isinstance(extras, dict) else []
+    lists += list(cfg.groups.values())
+    return [d for deps in lists if isinstance(deps, list) for d in deps if isinstance(d, str)]
+
+
 def _torch_min(root: str | None, cfg: shared_config.Config) -> tuple[int, int] | None:
-    """The project's torch floor: its pyproject dependencies, else its requirements*.txt."""
+    """The project's torch floor: its pyproject dependencies (with its extras and dependency
+    groups: SLM-Lab requires torch>=2.8 in its `ml` group only), else its requirements*.txt."""
     if root is None:
         return None
     if cfg.root == root:  # the project's own pyproject.toml (the configuration's file)
-        deps = cfg.project.get("dependencies", [])
-        bound = torch_lower_bound([str(d) for d in deps] if isinstance(deps, list) else [])
+        bound = torch_lower_bound(_pyproject_requirements(cfg))
         if bound is not None:
             return bound
     reqs = []
