@@ -62,7 +62,7 @@ def test_portable_gives_the_device_rule_its_own_confidence_back(tmp_path):
 
 
 def test_cuda_in_a_file_that_falls_back_torch_not_compiled_with_cuda_enabled(tmp_path):
-    """Real in 60 % of the 21 repositories where it fired (sets 3-98): under the bar, so shown
+    """Real in 60 % of the 21 repositories where it fired (sets 3-105): under the bar, so shown
     only with --portable or --confidence low; fairscale's offload.py (set 95, seven `.cuda()`
     in a file that falls back, all CUDA-only) tipped it."""
     (tmp_path / "m.py").write_text(FALLING_BACK)
@@ -124,7 +124,7 @@ def load(model, path):
 
 
 def test_attempting_to_deserialize_on_a_cuda_device_round_trip_is_portable_only(tmp_path):
-    """Real in 57 % of the 36 repositories where it fired: low by default, shown at its own
+    """Real in 57 % of the 38 repositories where it fired: low by default, shown at its own
     confidence with --portable (ClassSR's base_model.py, set 98: eighteen such loads of a
     CUDA-only trainer, one repository)."""
     assert ("TD101", "low") in _found(tmp_path, ROUND_TRIP)
@@ -139,13 +139,13 @@ def test_released_weights_loaded_in_a_falling_back_file_are_low(tmp_path):
 
 
 def test_weights_only_is_shown_everywhere_unsafe_pickle(tmp_path):
-    """TD102 was 97 % real per repository, over 492: calibration leaves it as it is."""
+    """TD102 was 97 % real per repository, over 510: calibration leaves it as it is."""
     assert ("TD102", "high") in _found(tmp_path, LOAD)
     assert ("TD101", "low") in _found(tmp_path, LOAD)
 
 
 def test_a_rule_that_is_not_about_devices_stays_low_even_portable(tmp_path):
-    """`.item()` every step: 1 % real over 34 repositories; without CUDA it is no truer."""
+    """`.item()` every step: 1 % real over 35 repositories; without CUDA it is no truer."""
     plain = [r for r in _found(tmp_path, PRINTED_LOSS) if r[0] == "TD402"]
     portable = [r for r in _found(tmp_path, PRINTED_LOSS, portable=True) if r[0] == "TD402"]
     assert plain == portable
@@ -205,7 +205,7 @@ def test_the_default_output_counts_what_calibration_hid(tmp_path):
 
 # riffusion's riffusion_pipeline.py (thirty-seventh blind corpus), like tortoise-tts's .ptt
 # files (twenty-ninth): a traced module loaded without map_location, saved from the CPU or
-# only ever run on CUDA. None was real, in the six repositories where one fired (sets 3-98).
+# only ever run on CUDA. None was real, in the seven repositories where one fired (sets 3-105).
 JIT_LOAD = """import torch
 
 def load_traced(unet_file):
@@ -218,6 +218,6 @@ def test_jit_load_without_map_location_is_low_by_default_riffusion(tmp_path):
     (f,) = scan_paths([str(tmp_path)], ScanOptions(confidence="low"), jobs=1).findings
     assert (f.rule, f.confidence) == ("TD103", "low")
     assert f.grounds.startswith(
-        "TD103 findings in files without a CPU fallback were 0 % real, per repository, over the 6"
+        "TD103 findings in files without a CPU fallback were 0 % real, per repository, over the 7"
     )
     assert _found(tmp_path, JIT_LOAD, portable=True) == [("TD103", "medium")]

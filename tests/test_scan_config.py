@@ -136,6 +136,18 @@ def test_torch_floor_from_a_dependency_group_slm_lab(tmp_path):
     config_for_dir.cache_clear()
 
 
+def test_an_extra_cannot_lower_the_floor_the_dependencies_set_silero_vad(tmp_path):
+    """snakers4/silero-vad (set 10): torch>=1.12 in its dependencies and a bare `torch` in an
+    extra; every install has torch>=1.12."""
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\nname = "x"\ndependencies = ["torch>=1.12.0"]\n'
+        '[project.optional-dependencies]\nonnx = ["onnxruntime", "torch"]\n'
+    )
+    config_for_dir.cache_clear()
+    assert config_for_dir(str(tmp_path)).torch_min == (1, 12)
+    config_for_dir.cache_clear()
+
+
 @pytest.mark.parametrize(
     ("reqs", "floor"),
     [
@@ -155,6 +167,10 @@ def test_torch_floor_from_a_dependency_group_slm_lab(tmp_path):
             (2, 6),
         ),
         (["torch @ git+https://github.com/pytorch/pytorch"], None),
+        # acids-ircam/RAVE's requirements.txt (set 100): a bare `torch` line allows any
+        # release; the next line's bound is tqdm's, not torch's
+        (["scipy==1.10.0\ntorch\ntqdm>=4.64.1\n"], None),
+        (["torch\n"], None),
     ],
 )
 def test_torch_lower_bound(reqs, floor):

@@ -22,6 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from .. import config as shared_config
 from ..safeio import InputError, read_text_bounded
@@ -29,7 +30,8 @@ from .rules import RULES, resolve
 
 CONFIG_LIMIT = shared_config.CONFIG_LIMIT
 ALL = "*"
-TORCH_REQ = re.compile(r"^\s*torch(?![\w.-])\s*(?:\[[^\]]*\])?\s*([^;#\n]*)", re.M)
+# `[ \t]`, not `\s`: a bare `torch` line must not read the next line's `tqdm>=4.64` (RAVE)
+TORCH_REQ = re.compile(r"^[ \t]*torch(?![\w.-])[ \t]*(?:\[[^\]\n]*\])?[ \t]*([^;#\n]*)", re.M)
 LOWER_BOUND = re.compile(r"(>=|==|~=|>)\s*(\d+)\.(\d+)")
 # `torch @ https://…/torch-2.6.0%2Bcu126-cp310-…whl`: a direct wheel pins the release in its name
 WHEEL_VERSION = re.compile(r"@.*/torch-(\d+)\.(\d+)[^/]*\.whl")
@@ -145,12 +147,17 @@ def _project_root(directory: str) -> str | None:
 
 
 def _pyproject_requirements(cfg: shared_config.Config) -> list[str]:
-    """Every requirement string of `[project]` dependencies, its optional dependencies and
-    `[dependency-groups]` (an `{include-group = …}` entry is not a requirement)."""
-    lists = [cfg.project.get("dependencies", [])]
+    """The requirement strings that decide the torch floor: `[project]` dependencies when they
+    name torch (an extra cannot install less than they require), else every optional
+    dependency and `[dependency-groups]` entry (an `{include-group = …}` is not a requirement)."""
+    core = _strings([cfg.project.get("dependencies", [])])
+    if any(TORCH_REQ.search(req) for req in core):
+        return core
     extras = cfg.project.get("optional-dependencies", {})
-    lists += list(extras.values()) if isinstance(extras, dict) else []
-    lists += list(cfg.groups.values())
+    return _strings([*(extras.values() if isinstance(extras, dict) else []), *cfg.groups.values()])
+
+
+def _strings(lists: list[Any]) -> list[str]:
     return [d for deps in lists if isinstance(deps, list) for d in deps if isinstance(d, str)]
 
 
