@@ -179,6 +179,12 @@ KIND_RULES: dict[str, frozenset[str]] = {
     "saved-device-not-available": frozenset(),
     "nonblocking-d2h-read": frozenset(),
     "broken-device-default": frozenset(),
+    # The hundred-and-sixth to hundred-and-twelfth corpora's new kinds, mapped before the scan
+    # was run on them: `torch.load` swapped for an unrestricted one process-wide (a dreambooth
+    # extension's postinstall), TD102's territory; a UI option naming execution providers used
+    # as a torch device (CPU/CUDA/ROCM/DirectML...), like device-option-rejected, no rule.
+    "unsafe-load-patch": frozenset({"TD102"}),
+    "invalid-device-option": frozenset(),
 }
 # Label rows the labeller gave one root cause (method.md): recall is also counted per root.
 ONE_ROOT = {("lllyasviel/Fooocus", "ldm_patched/modules/model_management.py")}
