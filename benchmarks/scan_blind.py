@@ -185,6 +185,10 @@ KIND_RULES: dict[str, frozenset[str]] = {
     # as a torch device (CPU/CUDA/ROCM/DirectML...), like device-option-rejected, no rule.
     "unsafe-load-patch": frozenset({"TD102"}),
     "invalid-device-option": frozenset(),
+    # Set 106's (mapped before it was scored): `x.type(torch.BoolTensor)`, like
+    # cuda-legacy-type; a hard-coded `.to("mps")`, like hardcoded-device.
+    "legacy-type-cast": frozenset({"TD001", "TD002", "TD003", "TD304"}),
+    "hardcoded-mps-device": frozenset({"TD001", "TD002", "TD003"}),
 }
 # Label rows the labeller gave one root cause (method.md): recall is also counted per root.
 ONE_ROOT = {("lllyasviel/Fooocus", "ldm_patched/modules/model_management.py")}
