@@ -1,8 +1,8 @@
 """Confidence calibrated on code nobody here had seen.
 
 The rules' own reasoning gives each finding a confidence. A hundred and three blind corpora
-(sets 3 to 105 of `benchmarks/`: 821 public repositories, their pitfalls listed by someone who had not
-seen the scan's output, each set scored once) measured what that reasoning is worth: of the
+(sets 3 to 105 of `benchmarks/`: 821 public repositories, their pitfalls listed by someone who
+had not seen the scan's output, each set scored once) measured what that reasoning is worth: of the
 findings the default output showed, `torch.load` without `weights_only` was real nearly
 always, and every other rule well under three times in four. Most of the false ones are
 correct code made for CUDA only: the scan cannot tell a project that must run on a Mac from
