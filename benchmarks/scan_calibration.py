@@ -134,18 +134,14 @@ def table(total: Counter, unit: str) -> dict[tuple[str, bool, bool], tuple[float
     repository, each repository where the class fired counts one, split by the share of its
     findings that were real: the precision a user scanning one repository meets, on average,
     not swayed by one file that repeats one pattern twenty times."""
-    per: dict[tuple, list[float]] = {}
+    per: dict[tuple, list[int]] = {}
     for (repo, rule, fb, saves, real), count in total.items():
-        key = (rule, fb, saves) if unit == "finding" else (repo, rule, fb, saves)
-        per.setdefault(key, [0, 0])[0 if real else 1] += count
+        per.setdefault((repo, rule, fb, saves), [0, 0])[0 if real else 1] += count
     out: dict[tuple[str, bool, bool], tuple[float, float]] = {}
-    for key, (real, false) in per.items():
-        cls = key if unit == "finding" else key[1:]
-        share = (
-            (real, false) if unit == "finding" else (real / (real + false), false / (real + false))
-        )
-        had = out.get(cls, (0, 0))
-        out[cls] = (had[0] + share[0], had[1] + share[1])
+    for (_repo, *cls), (real, false) in per.items():
+        weight = 1 if unit == "finding" else 1 / (real + false)
+        had = out.get(tuple(cls), (0, 0))
+        out[tuple(cls)] = (had[0] + real * weight, had[1] + false * weight)
     return out
 
 
