@@ -98,3 +98,122 @@ def test_a_path_that_climbs_out_of_its_folder_is_not_looked_up(tmp_path):
     repo = _repo(tmp_path, LPIPS.replace("metrics/lpips_weights.ckpt", "../lpips_weights.ckpt"))
     (repo / "lpips_weights.ckpt").write_bytes(b"\x80\x02")
     assert [c for c, _ in _td102(repo)] == ["high"]
+
+
+HUNYUAN = """import os
+import torch
+
+script_directory = os.path.dirname(os.path.abspath(__file__))
+
+
+class HyVideoEmptyTextEmbeds:
+    def process(self):
+        return torch.load(os.path.join(script_directory, "hunyuan_empty_prompt_embeds_dict.pt"))
+"""
+
+
+def _node(tmp_path, source: str, shipped: str | None = "hunyuan_empty_prompt_embeds_dict.pt"):
+    repo = tmp_path / "ComfyUI-HunyuanVideoWrapper"
+    repo.mkdir()
+    (repo / "pyproject.toml").write_text("")
+    (repo / "nodes_rf_inversion.py").write_text(source)
+    if shipped:
+        (repo / shipped).write_bytes(b"\x80\x02")
+    return repo
+
+
+def test_embeds_beside_the_module_through_script_directory_hunyuanvideowrapper(tmp_path):
+    """ComfyUI-HunyuanVideoWrapper's nodes_rf_inversion.py loads the empty-prompt embeddings it
+    commits, through a module-level `script_directory` (labelled a lookalike, set 108)."""
+    ((conf, grounds),) = _td102(_node(tmp_path, HUNYUAN))
+    assert conf == "low"
+    assert "hunyuan_empty_prompt_embeds_dict.pt ships with the code" in grounds
+
+
+def test_the_same_join_without_the_file_is_unsafe_pickle(tmp_path):
+    assert [c for c, _ in _td102(_node(tmp_path, HUNYUAN, shipped=None))] == ["high"]
+
+
+def test_a_pathlib_folder_of_the_file_counts(tmp_path):
+    source = HUNYUAN.replace(
+        "os.path.dirname(os.path.abspath(__file__))", "Path(__file__).resolve().parent"
+    ).replace(
+        'os.path.join(script_directory, "hunyuan_empty_prompt_embeds_dict.pt")',
+        'script_directory / "hunyuan_empty_prompt_embeds_dict.pt"',
+    )
+    source = "from pathlib import Path\n" + source
+    assert [c for c, _ in _td102(_node(tmp_path, source))] == ["low"]
+
+
+def test_a_folder_name_bound_elsewhere_too_is_not_the_files_folder(tmp_path):
+    """A second binding (a folder the user sets) makes the joined path the user's choice."""
+    source = HUNYUAN.replace(
+        "\n\n\nclass",
+        '\nscript_directory = os.environ.get("EMBEDS", script_directory)\n\n\nclass',
+    )
+    assert "EMBEDS" in source
+    assert [c for c, _ in _td102(_node(tmp_path, source))] == ["high"]
+
+
+def test_a_function_that_rebinds_the_name_chooses_its_own_folder(tmp_path):
+    source = HUNYUAN.replace(
+        "    def process(self):\n", "    def process(self, script_directory):\n"
+    )
+    assert [c for c, _ in _td102(_node(tmp_path, source))] == ["high"]
+
+
+def test_a_user_chosen_name_joined_to_the_files_folder_is_not_shipped(tmp_path):
+    source = HUNYUAN.replace("def process(self):", "def process(self, name):").replace(
+        '"hunyuan_empty_prompt_embeds_dict.pt"', "name"
+    )
+    assert [c for c, _ in _td102(_node(tmp_path, source))] == ["high"]
+
+
+DMCONTROL = """import torch
+
+
+class ColorWrapper:
+    def __init__(self, mode):
+        self._mode = mode
+        self._colors = torch.load(f'src/env/data/{self._mode}.pt')
+"""
+
+
+def _env(tmp_path, source: str = DMCONTROL, shipped: tuple[str, ...] = ("color_easy.pt",)):
+    repo = tmp_path / "dmcontrol-generalization-benchmark"
+    (repo / "src" / "env" / "data").mkdir(parents=True)
+    (repo / "setup.py").write_text("")
+    (repo / "src" / "env" / "wrappers.py").write_text(source)
+    for name in shipped:
+        (repo / "src" / "env" / "data" / name).write_bytes(b"\x80\x02")
+    return repo
+
+
+def test_colour_tables_named_by_an_fstring_are_shipped_dmcontrol(tmp_path):
+    """dmcontrol-generalization-benchmark's wrappers.py loads src/env/data/{mode}.pt, which it
+    commits (color_easy.pt, color_hard.pt; labelled a lookalike, set 111)."""
+    ((conf, grounds),) = _td102(_env(tmp_path))
+    assert conf == "low"
+    assert "color_easy.pt ships with the code" in grounds
+
+
+def test_an_fstring_whose_folder_holds_no_such_file_is_unsafe_pickle(tmp_path):
+    assert [c for c, _ in _td102(_env(tmp_path, shipped=("readme.txt",)))] == ["high"]
+
+
+def test_an_fstring_that_names_any_file_is_never_looked_up(tmp_path):
+    """`f"{name}.pt"` or a folder chosen at run time: any committed .pt would match."""
+    for path in ("{self._mode}.pt", "src/{self._mode}/data.pt", "src/env/data/{self._mode}"):
+        source = DMCONTROL.replace("src/env/data/{self._mode}.pt", path)
+        repo = _env(tmp_path / path.replace("/", "_").strip("{}"), source)
+        for extra in ("x.pt", "src/env/data.pt"):
+            (repo / extra).write_bytes(b"\x80\x02")
+        assert [c for c, _ in _td102(repo)] == ["high"], path
+
+
+def test_glob_characters_in_the_fstring_are_taken_literally(tmp_path):
+    source = DMCONTROL.replace("src/env/data/{self._mode}.pt", "src/env/data/[ab]{self._mode}.pt")
+    repo = _env(tmp_path, source, shipped=("a_easy.pt",))
+    assert [c for c, _ in _td102(repo)] == ["high"]
+    (repo / "src" / "env" / "data" / "[ab]_easy.pt").write_bytes(b"\x80\x02")
+    assert [c for c, _ in _td102(repo)] == ["low"]

@@ -28,6 +28,7 @@ needs:
 from __future__ import annotations
 
 import ast
+import glob
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
@@ -416,16 +417,22 @@ ARCHIVES = ("", ".zip")
 ROOTS = (".git", "pyproject.toml", "setup.py")
 
 
-def shipped_with(source: str, relative: str) -> str | None:
+def shipped_with(source: str, relative: str, pattern: bool = False) -> str | None:
     """The file a fixed relative path names, when the scanned tree holds it (or its .zip) in
     the loading file's folder or one of its parents: weights committed with the code, trusted
     like the code itself (stargan-v2's metrics/lpips_weights.ckpt, Amphion's ckpt/*_stats.pt,
-    labelled lookalikes in the eighteenth and twenty-seventh blind corpora). Only a regular
-    file counts; nothing is read."""
+    labelled lookalikes in the eighteenth and twenty-seventh blind corpora). A `pattern` is a
+    glob of the files an f-string may name, one of them enough (dmcontrol-generalization-
+    benchmark's src/env/data/color_{easy,hard}.pt, hundred-and-eleventh). Only a regular file
+    counts; nothing is read."""
     folder = os.path.dirname(os.path.abspath(source))
     for _ in range(SHIPPED_LEVELS + 1):
         for suffix in ARCHIVES:
-            candidate = os.path.join(folder, relative + suffix)
+            if pattern:  # the first file it matches, the folder's own name taken literally
+                matches = glob.glob(os.path.join(glob.escape(folder), relative + suffix))
+                candidate = min((m for m in matches if os.path.isfile(m)), default="")
+            else:
+                candidate = os.path.join(folder, relative + suffix)
             if os.path.isfile(candidate):  # a regular file (stat only), not a folder
                 try:
                     return os.path.relpath(candidate)
@@ -459,7 +466,7 @@ def _decide(f: Finding, project: Project) -> Finding | None:
         )
         return replace(f, confidence="low", grounds=why)
     if kind == "shipped":
-        found = shipped_with(f.path, args[0])
+        found = shipped_with(f.path, args[0], pattern=args[1:] == ["glob"])
         if found is None:
             return f
         why = f"{found} ships with the code at that fixed path: as trusted as the code loading it"

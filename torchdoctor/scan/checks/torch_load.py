@@ -4,6 +4,7 @@ without `map_location`."""
 from __future__ import annotations
 
 import ast
+import glob
 import re
 from typing import Any
 
@@ -27,6 +28,16 @@ DEVICE_PARAMETER = re.compile(r"\.to\(\s*(?:self\.|args\.)?device\s*[,)]|def \w+
 # A command-line option that picks the device: the user may ask for the CPU (CogVideo's
 # cli_vae_demo.py loads GPU-encoded latents under `--device`).
 DEVICE_OPTION = re.compile(r"""["']--device["']""")
+# The loading file's own folder, as code writes it.
+FILE_FOLDER = frozenset(
+    f"{wrap.format(inner)}"
+    for inner in ("__file__", "os.path.abspath(__file__)", "os.path.realpath(__file__)")
+    for wrap in ("os.path.dirname({})", "path.dirname({})")
+) | frozenset(
+    f"{p}(__file__){r}.parent"
+    for p in ("Path", "pathlib.Path")
+    for r in ("", ".resolve()", ".absolute()")
+)
 WEIGHTS_ONLY_DEFAULT = (2, 6)  # torch.load defaults to weights_only=True from 2.6 on
 
 
@@ -242,24 +253,99 @@ def _weights_only(ctx: Context, node: ast.Call, kw: set[str | None], edit: Edit 
         "`torch.load` without `weights_only`: unpickling can run arbitrary code",
         "torch.load(…, weights_only=True); weights_only=False only for trusted files",
         edit,
-        needs=("shipped", shipped) if shipped else None,
+        needs=("shipped", *shipped) if shipped else None,
     )
 
 
-def _fixed_relative_path(ctx: Context, node: ast.Call) -> str | None:
-    """The path a load reads when the code fixes it (a string literal, or a name the function
-    assigns only that literal) and it is relative: the project view looks for that file in
-    the scanned tree (project.py, "shipped")."""
+def _fixed_relative_path(ctx: Context, node: ast.Call) -> tuple[str, ...] | None:
+    """The path a load reads when the code fixes it and it is relative, for the project view
+    to look up in the scanned tree (project.py, "shipped"): a string literal, or a name the
+    function assigns only that literal; `os.path.join(HERE, "a.pt")` where the module binds
+    HERE to the file's own folder; an f-string whose folder is literal, as a glob of the
+    files it may name (`f"src/env/data/{mode}.pt"`, with "glob")."""
     path = path_argument(node, 0, "f")
-    texts = None if path is None else _constant_texts(ctx, path)
-    if texts is None or len(texts) != 1:
+    if path is None:
         return None
-    text = texts.pop()
+    texts = _constant_texts(ctx, path)
+    if texts is not None:
+        return _relative(texts.pop()) if len(texts) == 1 else None
+    for expr in _path_exprs(ctx, node):
+        pattern = _pattern(expr)
+        if pattern is not None:
+            return (pattern, "glob") if _relative(pattern) else None
+        beside = _beside_file(ctx, expr)
+        if beside is not None:
+            return _relative(beside)
+    return None
+
+
+def _relative(text: str) -> tuple[str] | None:
     if not text or text.startswith(("/", "~", "\\")) or ":" in text:
         return None  # absolute, a home directory, a URL or a drive: not the project's own
     if ".." in text.replace("\\", "/").split("/"):
         return None  # it leaves the folder it names: the project's own tree is not sure
-    return text
+    return (text,)
+
+
+def _pattern(expr: ast.expr) -> str | None:
+    """`f"src/env/data/{mode}.pt"` as the glob `src/env/data/*.pt`: only where every folder
+    is literal and the name keeps some literal text (`f"{name}"` could be anything)."""
+    if not isinstance(expr, ast.JoinedStr):
+        return None
+    parts = [
+        glob.escape(v.value) if isinstance(v, ast.Constant) and isinstance(v.value, str) else "*"
+        for v in expr.values
+    ]
+    folder, _, name = "".join(parts).replace("\\", "/").rpartition("/")
+    if not folder or "*" in folder or not name.strip("*"):
+        return None
+    return f"{folder}/{name}"
+
+
+def _beside_file(ctx: Context, expr: ast.expr) -> str | None:
+    """ "a/b.pt" for `os.path.join(HERE, "a", "b.pt")` (or `HERE / "a" / "b.pt"`), where HERE is
+    a module-level name bound only to the loading file's folder (ComfyUI-HunyuanVideoWrapper's
+    `script_directory = os.path.dirname(os.path.abspath(__file__))`)."""
+    if isinstance(expr, ast.Call) and dotted(expr.func).endswith("path.join"):
+        first, rest = (expr.args[0], expr.args[1:]) if expr.args else (None, [])
+    elif isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Div):
+        pieces: list[ast.expr] = []
+        while isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Div):
+            pieces.insert(0, expr.right)
+            expr = expr.left
+        first, rest = expr, pieces
+    else:
+        return None
+    if not isinstance(first, ast.Name) or not rest or first.id not in _file_folders(ctx):
+        return None
+    if ctx.func is not None and (
+        first.id in ctx.func.params() or assigned_values(ctx.func.node, first.id)
+    ):
+        return None  # the function binds its own
+    if not all(isinstance(r, ast.Constant) and isinstance(r.value, str) for r in rest):
+        return None
+    return "/".join(str(r.value) for r in rest if isinstance(r, ast.Constant))
+
+
+def _file_folders(ctx: Context) -> frozenset[str]:
+    """Module-level names bound only to the file's folder (`os.path.dirname(__file__)`,
+    `Path(__file__).parent`, through `abspath`/`realpath`/`resolve()`)."""
+    got = ctx.memo.get("file_folders")
+    if got is None:
+        values: dict[str, list[ast.expr]] = {}
+        for stmt in ctx.module.body if "__file__" in ctx.text else []:
+            if isinstance(stmt, ast.Assign):
+                for t in stmt.targets:
+                    if isinstance(t, ast.Name):
+                        values.setdefault(t.id, []).append(stmt.value)
+        got = frozenset(n for n, vs in values.items() if all(map(_is_file_folder, vs)))
+        ctx.memo["file_folders"] = got
+    return got  # type: ignore[return-value]
+
+
+def _is_file_folder(expr: ast.expr) -> bool:
+    text = ast.unparse(expr).replace(" ", "")
+    return text in FILE_FOLDER
 
 
 def _saved_here(ctx: Context) -> bool:
