@@ -189,6 +189,10 @@ KIND_RULES: dict[str, frozenset[str]] = {
     # cuda-legacy-type; a hard-coded `.to("mps")`, like hardcoded-device.
     "legacy-type-cast": frozenset({"TD001", "TD002", "TD003", "TD304"}),
     "hardcoded-mps-device": frozenset({"TD001", "TD002", "TD003"}),
+    # The hundred-and-thirteenth to hundred-and-nineteenth corpora's new kind, mapped before
+    # the scan was run on them: a UI's device option ('auto') passed to `.to()`, which no
+    # torch accepts; like invalid-device-option, no rule.
+    "broken-device-option": frozenset(),
 }
 # Label rows the labeller gave one root cause (method.md): recall is also counted per root.
 ONE_ROOT = {("lllyasviel/Fooocus", "ldm_patched/modules/model_management.py")}
