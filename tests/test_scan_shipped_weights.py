@@ -217,3 +217,19 @@ def test_glob_characters_in_the_fstring_are_taken_literally(tmp_path):
     assert [c for c, _ in _td102(repo)] == ["high"]
     (repo / "src" / "env" / "data" / "[ab]_easy.pt").write_bytes(b"\x80\x02")
     assert [c for c, _ in _td102(repo)] == ["low"]
+
+
+def test_a_folder_name_rebound_anywhere_in_the_file_is_not_the_files_folder(tmp_path):
+    """An import, a loop or `+=` of the same name makes its value unknown where it is read."""
+    for i, rebinding in enumerate(
+        (
+            "from config import script_directory",
+            "for script_directory in []:\n    pass",
+            "script_directory += '/models'",
+            "if os.environ.get('X'):\n    script_directory = os.environ['X']",
+        )
+    ):
+        source = HUNYUAN.replace("\n\n\nclass", f"\n{rebinding}\n\n\nclass")
+        (tmp_path / str(i)).mkdir()
+        repo = _node(tmp_path / str(i), source)
+        assert [c for c, _ in _td102(repo)] == ["high"], rebinding

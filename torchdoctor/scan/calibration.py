@@ -3,10 +3,11 @@
 The rules' own reasoning gives each finding a confidence. A hundred and seventeen blind
 corpora (sets 3 to 119 of `benchmarks/`: 933 public repositories, their pitfalls listed by
 someone who had not seen the scan's output, each set scored once) measured what that
-reasoning is worth: of the findings the default output showed, `torch.load` without `weights_only` was real nearly
-always, and every other rule well under three times in four. Most of the false ones are
-correct code made for CUDA only: the scan cannot tell a project that must run on a Mac from
-one that never will, and its maintainers would not change those lines.
+reasoning is worth: of the findings the default output showed, `torch.load` without
+`weights_only` was real nearly always, and every other rule well under three times in four.
+Most of the false ones are correct code made for CUDA only: the scan cannot tell a project
+that must run on a Mac from one that never will, and its maintainers would not change those
+lines.
 
 So a finding of a class measured below `BAR` is shown only at `--confidence low`, unless the
 project says its code must run without CUDA (`--portable`, or `portable = true` in

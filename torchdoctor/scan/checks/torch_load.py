@@ -328,19 +328,37 @@ def _beside_file(ctx: Context, expr: ast.expr) -> str | None:
 
 
 def _file_folders(ctx: Context) -> frozenset[str]:
-    """Module-level names bound only to the file's folder (`os.path.dirname(__file__)`,
-    `Path(__file__).parent`, through `abspath`/`realpath`/`resolve()`)."""
+    """Names the file binds only to its own folder (`os.path.dirname(__file__)`,
+    `Path(__file__).parent`, through `abspath`/`realpath`/`resolve()`): every binding of the
+    name anywhere in the file counts, so a second one (a loop, an import, `+=`) rules it out."""
     got = ctx.memo.get("file_folders")
     if got is None:
-        values: dict[str, list[ast.expr]] = {}
-        for stmt in ctx.module.body if "__file__" in ctx.text else []:
-            if isinstance(stmt, ast.Assign):
-                for t in stmt.targets:
-                    if isinstance(t, ast.Name):
-                        values.setdefault(t.id, []).append(stmt.value)
-        got = frozenset(n for n, vs in values.items() if all(map(_is_file_folder, vs)))
+        values: dict[str, list[ast.expr | None]] = {}
+        for n in ast.walk(ctx.module) if "__file__" in ctx.text else ():
+            for target, value in _bindings(n):
+                for name in ast.walk(target):
+                    if isinstance(name, ast.Name):
+                        values.setdefault(name.id, []).append(value if name is target else None)
+        got = frozenset(
+            n for n, vs in values.items() if all(v is not None and _is_file_folder(v) for v in vs)
+        )
         ctx.memo["file_folders"] = got
     return got  # type: ignore[return-value]
+
+
+def _bindings(n: ast.AST) -> list[tuple[ast.AST, ast.expr | None]]:
+    """(target, value) of what a node binds; value None where it is not one plain value."""
+    if isinstance(n, ast.Assign):
+        return [(t, n.value) for t in n.targets]
+    if isinstance(n, ast.AnnAssign):
+        return [(n.target, n.value)]
+    if isinstance(n, (ast.AugAssign, ast.NamedExpr, ast.For, ast.AsyncFor, ast.comprehension)):
+        return [(n.target, None)]
+    if isinstance(n, ast.withitem) and n.optional_vars is not None:
+        return [(n.optional_vars, None)]
+    if isinstance(n, (ast.Import, ast.ImportFrom)):
+        return [(ast.Name(a.asname or a.name.split(".")[0]), None) for a in n.names]
+    return []
 
 
 def _is_file_folder(expr: ast.expr) -> bool:
