@@ -193,6 +193,13 @@ KIND_RULES: dict[str, frozenset[str]] = {
     # the scan was run on them: a UI's device option ('auto') passed to `.to()`, which no
     # torch accepts; like invalid-device-option, no rule.
     "broken-device-option": frozenset(),
+    # The hundred-and-twentieth to hundred-and-twenty-sixth corpora's new kinds, mapped before
+    # the scan was run on them, none a rule reads: a non-CUDA branch that calls a helper
+    # without its required argument; `pickle.load` of a whole model pickled on CUDA (not
+    # `torch.load`); diffusers' `enable_model_cpu_offload()` on a host without an accelerator.
+    "broken-non-cuda-path": frozenset(),
+    "pickle-load-cuda-model": frozenset(),
+    "cpu-offload-needs-accelerator": frozenset(),
 }
 # Label rows the labeller gave one root cause (method.md): recall is also counted per root.
 ONE_ROOT = {("lllyasviel/Fooocus", "ldm_patched/modules/model_management.py")}
