@@ -30,7 +30,7 @@ DEVICE_PARAMETER = re.compile(r"\.to\(\s*(?:self\.|args\.)?device\s*[,)]|def \w+
 DEVICE_OPTION = re.compile(r"""["']--device["']""")
 # The loading file's own folder, as code writes it.
 FILE_FOLDER = frozenset(
-    f"{wrap.format(inner)}"
+    wrap.format(inner)
     for inner in ("__file__", "os.path.abspath(__file__)", "os.path.realpath(__file__)")
     for wrap in ("os.path.dirname({})", "path.dirname({})")
 ) | frozenset(
@@ -318,10 +318,6 @@ def _beside_file(ctx: Context, expr: ast.expr) -> str | None:
         return None
     if not isinstance(first, ast.Name) or not rest or first.id not in _file_folders(ctx):
         return None
-    if ctx.func is not None and (
-        first.id in ctx.func.params() or assigned_values(ctx.func.node, first.id)
-    ):
-        return None  # the function binds its own
     if not all(isinstance(r, ast.Constant) and isinstance(r.value, str) for r in rest):
         return None
     return "/".join(str(r.value) for r in rest if isinstance(r, ast.Constant))
@@ -330,7 +326,8 @@ def _beside_file(ctx: Context, expr: ast.expr) -> str | None:
 def _file_folders(ctx: Context) -> frozenset[str]:
     """Names the file binds only to its own folder (`os.path.dirname(__file__)`,
     `Path(__file__).parent`, through `abspath`/`realpath`/`resolve()`): every binding of the
-    name anywhere in the file counts, so a second one (a loop, an import, `+=`) rules it out."""
+    name anywhere in the file counts, so a second one (a loop, an import, `+=`, a function's
+    own assignment or parameter) rules it out."""
     got = ctx.memo.get("file_folders")
     if got is None:
         values: dict[str, list[ast.expr | None]] = {}
@@ -358,6 +355,8 @@ def _bindings(n: ast.AST) -> list[tuple[ast.AST, ast.expr | None]]:
         return [(n.optional_vars, None)]
     if isinstance(n, (ast.Import, ast.ImportFrom)):
         return [(ast.Name(a.asname or a.name.split(".")[0]), None) for a in n.names]
+    if isinstance(n, ast.arg):  # a parameter of that name: the caller's folder
+        return [(ast.Name(n.arg), None)]
     return []
 
 
