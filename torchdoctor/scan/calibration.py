@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from functools import cache
 
 from .cuda_only import DEVICE_RULES
 from .model import Finding
@@ -126,9 +127,25 @@ def measured(
 def under_bar(real: float, repos: float) -> bool:
     """Would a class at BAR show this few real repositories, or fewer, less than ALPHA of the
     time? Counts are per-repository shares, rounded to whole repositories."""
-    n, k = math.floor(repos + 0.5), math.floor(real + 0.5)
-    tail = sum(math.comb(n, i) * BAR**i * (1 - BAR) ** (n - i) for i in range(k + 1))
-    return tail < ALPHA
+    return _binomial_tail(math.floor(real + 0.5), math.floor(repos + 0.5)) < ALPHA
+
+
+@cache
+def _binomial_tail(k: int, n: int) -> float:
+    """P(X <= k) for X ~ Binomial(n, BAR), each term in log space: `comb(n, i)` as an int times
+    a float overflows past about a thousand repositories. Cached: the table is fixed, and every
+    finding of a class asks the same question."""
+    log_p, log_q = math.log(BAR), math.log(1 - BAR)
+    return sum(
+        math.exp(
+            math.lgamma(n + 1)
+            - math.lgamma(i + 1)
+            - math.lgamma(n - i + 1)
+            + i * log_p
+            + (n - i) * log_q
+        )
+        for i in range(k + 1)
+    )
 
 
 def below_bar(rule: str, fallback: bool, portable: bool, saves: bool = False) -> str | None:
