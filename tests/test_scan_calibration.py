@@ -120,12 +120,12 @@ def load(model, path):
 """
 
 
-def test_attempting_to_deserialize_on_a_cuda_device_round_trip_is_portable_only(tmp_path):
-    """Real in 57 % of the 38 repositories where it fired: low by default, shown at its own
-    confidence with --portable (ClassSR's base_model.py, set 98: eighteen such loads of a
-    CUDA-only trainer, one repository)."""
-    assert ("TD101", "low") in _found(tmp_path, ROUND_TRIP)
-    assert ("TD101", "high") in _found(tmp_path, ROUND_TRIP, portable=True)
+def test_attempting_to_deserialize_on_a_cuda_device_round_trip_is_shown(tmp_path):
+    """A script that falls back to the CPU and loads back what it saved from the device:
+    "Attempting to deserialize object on a CUDA device but torch.cuda.is_available() is
+    False" on the CPU it picks. Real in 56 % of the 44 repositories where it fired: not shown
+    to be under three in five, so shown (the sixteenth session's bar)."""
+    assert ("TD101", "high") in _found(tmp_path, ROUND_TRIP)
 
 
 def test_released_weights_loaded_in_a_falling_back_file_are_low(tmp_path):
@@ -150,22 +150,23 @@ def test_a_rule_that_is_not_about_devices_stays_low_even_portable(tmp_path):
 
 
 def test_a_class_is_lowered_only_when_its_repositories_put_it_under_the_bar():
-    """One-sided binomial test at 95 %: none real of three is enough (0.25 ** 3 < 0.05), two of
-    three is not (TD601 in sets 3-126), and thirty of 112 is."""
-    assert calibration.under_bar(0, 3)
-    assert not calibration.under_bar(2, 3)
-    assert not calibration.under_bar(0, 2)  # too few to say anything
+    """One-sided binomial test against three in five, at 80 %: none real of two is enough
+    (0.4 ** 2 < 0.2), one of three is not, and thirty of 112 is."""
+    assert calibration.under_bar(0, 2)
+    assert not calibration.under_bar(1, 3)
+    assert not calibration.under_bar(0, 1)  # too few to say anything
     assert calibration.under_bar(30.83, 112)
     assert not calibration.under_bar(14.5, 23)  # .cuda() in files that fall back, 63 %
-    assert calibration.under_bar(23.67, 42)  # round trips through torch.save, 56 %
+    assert not calibration.under_bar(24.67, 44)  # round trips through torch.save, 56 %
+    assert calibration.under_bar(18.33, 91)  # .cuda() in files without a fallback, 20 %
     assert not calibration.under_bar(15, 18)  # 83 %: above the bar
 
 
 def test_the_test_holds_past_a_thousand_repositories():
     """`comb(n, i)` times a float overflows ("int too large to convert to float") past about
     1,030 repositories; TD102's largest class held 457 after sets 3-133 and grows every round."""
-    assert not calibration.under_bar(1500, 2000)  # exactly at the bar
-    assert calibration.under_bar(1450, 2000)  # 72.5 %: under it, at 2,000 that says so
+    assert not calibration.under_bar(1200, 2000)  # exactly at the bar
+    assert calibration.under_bar(1150, 2000)  # 57.5 %: under it, at 2,000 that says so
     assert not calibration.under_bar(440.66, 457)  # TD102 without a fallback, 96 %
 
 
