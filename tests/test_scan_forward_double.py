@@ -41,14 +41,14 @@ def _td601(tmp_path, *files: tuple[str, str]) -> list[tuple[int, str]]:
 
 
 def test_cannot_convert_a_mps_tensor_to_float64_in_a_forward_mace(tmp_path):
-    # both casts of forward; not the helper method, not a plain class's forward
+    # both casts of forward and the one of the other method; not a plain class's forward
     found = _td601(tmp_path, ("model.py", MODEL), ("tools.py", PICKS_MPS))
-    assert found == [(7, "high"), (7, "high")]
+    assert found == [(7, "high"), (7, "high"), (11, "high")]
 
 
 def test_forward_double_in_a_project_that_never_picks_mps_is_low(tmp_path):
     found = _td601(tmp_path, ("model.py", MODEL))
-    assert [c for _, c in found] == ["low", "low"]
+    assert [c for _, c in found] == ["low", "low", "low"]
 
 
 def test_a_cast_straight_to_numpy_is_a_host_tensor_pyg_to_slic(tmp_path):
@@ -58,4 +58,47 @@ def test_a_cast_straight_to_numpy_is_a_host_tensor_pyg_to_slic(tmp_path):
         "total = node_e0.clone().double() + inter.to(torch.float64)",
         "total = slic(node_e0.to(torch.double).numpy())",
     )
-    assert _td601(tmp_path, ("model.py", host), ("tools.py", PICKS_MPS)) == []
+    assert _td601(tmp_path, ("model.py", host), ("tools.py", PICKS_MPS)) == [
+        (11, "high")
+    ]  # summary
+
+
+# openvpi/SingingVocoders' NSF SineGen (blind set 130): `_f02sine`, called from forward, sums
+# the phase in float64 on the f0 tensor's device; the Lightning trainer's accelerator is
+# "auto", which is MPS on Apple silicon.
+SINEGEN = """import torch
+from torch import nn
+
+
+class SineGen(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.table = torch.arange(dim).double().float()
+
+    def _f02sine(self, rad_values):
+        return torch.cumsum(rad_values.double(), 1)
+
+    @staticmethod
+    def pad(x):
+        return x.double()
+
+    @classmethod
+    def from_numpy(cls, x):
+        return torch.from_numpy(x).double()
+
+    def forward(self, f0):
+        return self._f02sine(f0 / 24000)
+
+
+class Quant(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x.double().round()
+"""
+
+
+def test_cannot_convert_a_mps_tensor_to_float64_in_a_method_forward_calls_sinegen(tmp_path):
+    """The helper method and the autograd Function's static forward; not the constructor
+    (built on the CPU, before the module is moved), not a static or class method."""
+    found = _td601(tmp_path, ("nsf.py", SINEGEN), ("tools.py", PICKS_MPS))
+    assert found == [(11, "high"), (28, "high")]

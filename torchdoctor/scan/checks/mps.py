@@ -100,16 +100,17 @@ def _float64(ctx: Context, node: ast.Call) -> None:
     elif (
         casts
         and isinstance(func, ast.Attribute)
-        and _in_module_forward(ctx)
+        and _in_module_method(ctx)
         and ctx.then.get(id(node)) not in HOST_NEXT
     ):
-        # a tensor of a module's forward is on the module's device (mace's MACELES.forward:
-        # `node_e0.clone().double()` on a model the project runs with --device mps; ACEsuit/
-        # mace#1271, seventy-eighth blind corpus)
+        # a tensor of a module's forward, or of a method it calls, is on the module's device
+        # (mace's MACELES.forward: `node_e0.clone().double()` on a model the project runs with
+        # --device mps, ACEsuit/mace#1271, seventy-eighth blind corpus; an NSF SineGen's
+        # `_f02sine`, `torch.cumsum(rad_values.double(), 1)`, in a vocoder trained on MPS)
         ctx.report(
             "TD601",
             node,
-            FLOAT64_MESSAGE + ": a module's forward runs on the module's device",
+            FLOAT64_MESSAGE + ": a module's methods run on the module's device",
             _FIX,
             needs=("mps",),
         )
@@ -119,9 +120,16 @@ def _float64(ctx: Context, node: ast.Call) -> None:
 HOST_NEXT = frozenset(["numpy", "tolist", "item"])
 
 
-def _in_module_forward(ctx: Context) -> bool:
+def _in_module_method(ctx: Context) -> bool:
+    """In a module's forward (an autograd Function's static one included), or in another of
+    its methods, except the constructor (which builds on the CPU) and static or class methods
+    (which are given no module)."""
     f = ctx.func
-    return f is not None and f.cls is not None and f.cls.is_module and f.node.name == "forward"
+    if f is None or f.cls is None or not f.cls.is_module or f.node.name == "__init__":
+        return False
+    if f.node.name == "forward":
+        return True
+    return not any(dotted(d) in ("staticmethod", "classmethod") for d in f.node.decorator_list)
 
 
 def _then_cpu(ctx: Context, node: ast.Call) -> bool:
