@@ -207,6 +207,10 @@ KIND_RULES: dict[str, frozenset[str]] = {
     "float8-on-mps": frozenset(),
     "discarded-device-copy": frozenset(),
     "gpu-count-zero-division": frozenset(),
+    # sets 134-140: mixed_precision="fp16" given to accelerate without a GPU (no rule); an op
+    # MPS lacks, the kind TD603 flags
+    "accelerate-fp16-no-gpu": frozenset(),
+    "mps-unsupported-op": frozenset({"TD603"}),
 }
 # Label rows the labeller gave one root cause (method.md): recall is also counted per root.
 ONE_ROOT = {("lllyasviel/Fooocus", "ldm_patched/modules/model_management.py")}
