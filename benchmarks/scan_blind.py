@@ -103,7 +103,10 @@ KIND_RULES: dict[str, frozenset[str]] = {
     # device('cpu')` would point at the CUDA half, not at the unbound `device`); half-on-cpu
     # is mapped above.
     "stale-device-attribute": frozenset(),
-    "broken-cpu-fallback": frozenset(),
+    # Since the seventeenth session TD006 (a CUDA pick by ComfyUI's cuda_malloc_supported(),
+    # torch.has_cuda, an uncalled torch.cuda.is_available) reads some of these two kinds;
+    # mapped before sets 141-147 were scored, and before their labels were read.
+    "broken-cpu-fallback": frozenset({"TD006"}),
     # The second labeller's kinds of set 15 (scan_blind15/second), mapped before scoring: a
     # `.cuda()` on the inputs that ignores the script's own --use_cuda flag, and the first
     # labeller's stale-device-attribute under another name.
@@ -131,7 +134,7 @@ KIND_RULES: dict[str, frozenset[str]] = {
     # `torch.cuda.is_available` test, which no rule reads; a CPU input given to a model placed
     # on the GPU (stanford_alpaca), what TD303 is about.
     "generator-device-mismatch": frozenset(),
-    "cuda-guard-not-called": frozenset(),
+    "cuda-guard-not-called": frozenset({"TD006"}),
     "mixed-device": frozenset({"TD303"}),
     # The forty-first to forty-eighth corpora's new kinds, mapped before the scan was run on
     # them: `.module` of a model DataParallel wraps only on CUDA (pytorch-deeplab-xception),

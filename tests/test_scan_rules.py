@@ -96,6 +96,11 @@ POSITIVE = {
         "if torch.backends.mps.is_available():\n    x = x.to('mps')\nelse:\n    x = x.cuda()",
         "def f(x, device):\n    if device == 'cpu':\n        return x\n    return x.to('cuda')",
     ],
+    "TD006": [
+        "import cuda_malloc\ndevice = 'cuda' if cuda_malloc.cuda_malloc_supported() else 'cpu'",
+        "dev = torch.device('cpu' if not torch.backends.cuda.is_built() else 'cuda')",
+        "if torch.cuda.is_available:\n    model = model.cuda()",
+    ],
     "TD005": [
         "def build(cfg, device='cuda'):\n    return cfg",
         "class Resize:\n    def __init__(self, size, *, device='cuda:0'):\n        self.size = size",
@@ -213,6 +218,12 @@ NEGATIVE = {
         "if torch.cuda.is_available():\n    torch.cuda.synchronize()",
         "if device.type == 'cuda':\n    torch.cuda.synchronize()",
         "if device != 'cpu':\n    x = x.to(device)",  # no CUDA-only code behind it
+    ],
+    "TD006": [
+        "device = 'cuda' if torch.cuda.is_available() else 'cpu'",
+        "is_half = True and cuda_malloc_supported()",  # no device picked
+        "if torch.backends.cudnn.enabled:\n    torch.backends.cudnn.benchmark = True",
+        "if not torch.version.cuda:\n    x = x.to('cuda')",  # true only on a build without CUDA
     ],
     "TD005": [
         "def build(cfg, device=None):\n    return cfg",

@@ -263,6 +263,8 @@ class Context(SourcePositions, Bindings, DeviceGuards, CallSites, ast.NodeVisito
         self._block(node.body)
 
     def visit_If(self, node: ast.If) -> None:
+        for hook in self.hooks.tests:
+            hook(self, node)
         self.visit(node.test)
         self._guards.append((is_guard, node.test))
         self.if_depth += 1
@@ -277,6 +279,8 @@ class Context(SourcePositions, Bindings, DeviceGuards, CallSites, ast.NodeVisito
     def visit_IfExp(self, node: ast.IfExp) -> None:
         """`a if test else b`: `b` is the test's else branch, as in an `if` statement
         (`torch.device("cpu") if gather_on_cpu else torch.device("cuda")`)."""
+        for hook in self.hooks.tests:
+            hook(self, node)
         self._guards.append((is_guard, node.test))
         self.visit(node.test)  # `"cuda" in d and torch.cuda.f(d)`: the test guards its own rest
         self.visit(node.body)

@@ -14,6 +14,7 @@ from typing import Any
 CallHook = Callable[[Any, ast.Call], None]
 AssignHook = Callable[[Any, "ast.Assign | ast.AnnAssign"], None]
 DefHook = Callable[[Any, "ast.FunctionDef | ast.AsyncFunctionDef"], None]
+TestHook = Callable[[Any, "ast.If | ast.IfExp"], None]
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,7 @@ class Check:
     on_call: CallHook | None = None
     on_assign: AssignHook | None = None
     on_def: DefHook | None = None  # a function definition, before its body is walked
+    on_test: TestHook | None = None  # an `if` statement or `a if test else b`, before its test
 
 
 @dataclass
@@ -40,6 +42,7 @@ class Hooks:
     keywords: dict[str, list[CallHook]] = field(default_factory=dict)
     assigns: list[AssignHook] = field(default_factory=list)
     defs: list[DefHook] = field(default_factory=list)
+    tests: list[TestHook] = field(default_factory=list)
 
     @classmethod
     def of(cls, checks: Sequence[Check]) -> Hooks:
@@ -54,4 +57,6 @@ class Hooks:
                 h.assigns.append(c.on_assign)
             if c.on_def:
                 h.defs.append(c.on_def)
+            if c.on_test:
+                h.tests.append(c.on_test)
         return h

@@ -78,6 +78,18 @@ RULES: tuple[Rule, ...] = (
         "scanned project passes the argument.",
     ),
     Rule(
+        "TD006",
+        "not-a-cuda-test",
+        "error",
+        "CUDA picked by a test that does not ask whether CUDA is usable",
+        "`'cuda' if cuda_malloc_supported() else 'cpu'` (ComfyUI's cudaMallocAsync test), "
+        "`torch.has_cuda`, `torch.backends.cuda.is_built()`, `torch.version.cuda` (how torch was "
+        "built) and `torch.cuda.is_available` without its call are true on machines without a "
+        "usable NVIDIA GPU, so the CUDA branch runs there and raises. Test "
+        "`torch.cuda.is_available()`.",
+        precision="medium",
+    ),
+    Rule(
         "TD101",
         "load-without-map-location",
         "warning",

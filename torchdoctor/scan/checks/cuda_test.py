@@ -1,0 +1,113 @@
+"""TD006: a device pick whose test is not "is CUDA usable here".
+
+`"cuda" if cuda_malloc.cuda_malloc_supported() else "cpu"` reads like a CUDA check, but
+ComfyUI's function only asks whether cudaMallocAsync may be turned on: it returns True unless
+nvidia-smi lists a GPU on its blacklist, so on a Mac or a machine without an NVIDIA GPU (no
+nvidia-smi) it is True and the node picks CUDA exactly where it is absent. Ten labelled
+crashes in eight ComfyUI plug-ins of the blind corpora 127-140 (OpenVoice, MARS5-TTS,
+MuseTalk_FSH, UVR5, WhisperX, GPT_SoVITS, VocalSeparation, IP_LAP). The same holds for tests
+of how torch was built (`torch.has_cuda`, `torch.backends.cuda.is_built()`,
+`torch.version.cuda`: true on the default Linux wheel with no GPU or driver; Video-Pre-Training's
+`have_cuda`) and for `torch.cuda.is_available` without its call (a function is always true).
+Reported at the test, only where the branch it selects places work on CUDA."""
+
+from __future__ import annotations
+
+import ast
+
+from ..astutil import CUDA_STRING, call_name, dotted
+from ..context import Check, Context
+from .cuda_api import RAISING
+from .cuda_call import is_tensor_cuda
+
+MALLOC = (
+    "ComfyUI's `cuda_malloc_supported()` asks whether cudaMallocAsync may be enabled, not "
+    "whether CUDA is usable: it is True wherever nvidia-smi lists no blacklisted GPU, a Mac or "
+    "a machine without an NVIDIA GPU included"
+)
+BUILT = (
+    "says torch was built with CUDA, not that a GPU is usable: the default Linux wheel is a "
+    "CUDA build: a machine without an NVIDIA GPU or driver passes it"
+)
+UNCALLED = "is the function itself, not its result: always true"
+
+
+def _why(ctx: Context, node: ast.expr) -> str | None:
+    """Why this part of a test is no CUDA-availability test, or None when it may be one."""
+    if isinstance(node, ast.Call):
+        if call_name(node) == "cuda_malloc_supported":
+            return MALLOC
+        if ctx.torch_call(node) == "backends.cuda.is_built":
+            return f"`{ast.unparse(node)}` {BUILT}"
+        return None
+    if isinstance(node, ast.Attribute):
+        parts = dotted(node).split(".")
+        if parts[0] not in ctx.torch_names:
+            return None
+        rest = ".".join(parts[1:])
+        if rest in ("has_cuda", "version.cuda"):
+            return f"`{ast.unparse(node)}` {BUILT}"
+        if rest == "cuda.is_available":  # an atom of the test, so not called
+            return f"`{ast.unparse(node)}` {UNCALLED}"
+    return None
+
+
+def _asks_cuda(ctx: Context, node: ast.expr) -> bool:
+    """`torch.cuda.is_available()`, `torch.cuda.device_count() > 0`: a real test."""
+    return any(
+        isinstance(sub, ast.Call)
+        and ctx.torch_call(sub) in ("cuda.is_available", "cuda.device_count")
+        for sub in ast.walk(node)
+    )
+
+
+def _parts(test: ast.expr, positive: bool = True) -> list[tuple[ast.expr, bool]]:
+    """The atoms of a test with whether the test holds when they are true: `a and not b` ->
+    [(a, True), (b, False)]. Comparisons and calls are atoms."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _parts(test.operand, not positive)
+    if isinstance(test, ast.BoolOp):
+        return [p for v in test.values for p in _parts(v, positive)]
+    return [(test, positive)]
+
+
+def _cuda_placement(ctx: Context, nodes: list[ast.AST]) -> bool:
+    """Does this branch put work on CUDA: a "cuda" device string, `.cuda()` or a torch.cuda
+    call that raises without CUDA?"""
+    for top in nodes:
+        for sub in ast.walk(top):
+            if isinstance(sub, ast.Constant) and isinstance(sub.value, str):
+                if CUDA_STRING.fullmatch(sub.value):
+                    return True
+            elif isinstance(sub, ast.Call):
+                name = ctx.torch_call(sub)
+                if name is not None and name.startswith("cuda.") and name[5:] in RAISING:
+                    return True
+                if call_name(sub) == "cuda" and is_tensor_cuda(ctx, sub):
+                    return True
+    return False
+
+
+def on_test(ctx: Context, node: ast.If | ast.IfExp) -> None:
+    when_true: list[ast.AST] = node.body if isinstance(node, ast.If) else [node.body]  # type: ignore[assignment]
+    when_false: list[ast.AST] = node.orelse if isinstance(node, ast.If) else [node.orelse]  # type: ignore[assignment]
+    parts = _parts(node.test)
+    if any(_asks_cuda(ctx, atom) for atom, _ in parts):
+        return  # `torch.cuda.is_available() and cuda_malloc_supported()`: the test is there
+    for atom, positive in parts:
+        why = _why(ctx, atom)
+        if why is None or not _cuda_placement(ctx, when_true if positive else when_false):
+            continue
+        fix = "test `torch.cuda.is_available()`"
+        if why is MALLOC:
+            fix += " (in a ComfyUI node: `comfy.model_management.get_torch_device()`)"
+        ctx.report(
+            "TD006",
+            atom,
+            f"{why}; so this picks CUDA where it is absent and raises 'Torch not compiled with "
+            "CUDA enabled' or 'Found no NVIDIA driver'",
+            fix,
+        )
+
+
+CHECK = Check(rules=("TD006",), words=("cuda",), on_test=on_test)
