@@ -214,6 +214,11 @@ KIND_RULES: dict[str, frozenset[str]] = {
     # MPS lacks, the kind TD603 flags
     "accelerate-fp16-no-gpu": frozenset(),
     "mps-unsupported-op": frozenset({"TD603"}),
+    # sets 141-147, mapped before their scoring: a GPU id in a YAML config, inputs of one dtype
+    # given to a model cast to another, xformers attention without CUDA; no rule reads them
+    "cuda-default-config": frozenset(),
+    "dtype-mismatch": frozenset(),
+    "xformers-needs-cuda": frozenset(),
 }
 # Label rows the labeller gave one root cause (method.md): recall is also counted per root.
 ONE_ROOT = {("lllyasviel/Fooocus", "ldm_patched/modules/model_management.py")}
