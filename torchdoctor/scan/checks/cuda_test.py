@@ -89,14 +89,14 @@ def _cuda_placement(ctx: Context, nodes: list[ast.AST]) -> bool:
 
 
 def on_test(ctx: Context, node: ast.If | ast.IfExp) -> None:
-    when_true: list[ast.AST] = node.body if isinstance(node, ast.If) else [node.body]  # type: ignore[assignment]
-    when_false: list[ast.AST] = node.orelse if isinstance(node, ast.If) else [node.orelse]  # type: ignore[assignment]
-    parts = _parts(node.test)
-    if any(_asks_cuda(ctx, atom) for atom, _ in parts):
+    parts = [(atom, positive, _why(ctx, atom)) for atom, positive in _parts(node.test)]
+    if all(why is None for _, _, why in parts) or any(_asks_cuda(ctx, a) for a, _, _ in parts):
         return  # `torch.cuda.is_available() and cuda_malloc_supported()`: the test is there
-    for atom, positive in parts:
-        why = _why(ctx, atom)
-        if why is None or not _cuda_placement(ctx, when_true if positive else when_false):
+    branches: tuple[list, list] = (
+        (node.body, node.orelse) if isinstance(node, ast.If) else ([node.body], [node.orelse])
+    )
+    for atom, positive, why in parts:
+        if why is None or not _cuda_placement(ctx, branches[0] if positive else branches[1]):
             continue
         fix = "test `torch.cuda.is_available()`"
         if why is MALLOC:
