@@ -35,6 +35,8 @@ import subprocess
 import sys
 import tempfile
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -85,6 +87,21 @@ def export(commit: str, into: Path) -> Path:
     return out
 
 
+@contextmanager
+def code_first(code: Path) -> Iterator[None]:
+    """Scans run in this block (`scan_blind.scan_repo`, a child process) use the torchdoctor
+    exported under `code`, first on PYTHONPATH."""
+    old = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = str(code)
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = old
+
+
 def classes_of_set(n: int, code: Path, corpus_root: Path) -> Counter:
     """(repository, rule, falls back, saves, real) -> findings, for one set."""
     here = set_dir(n)
@@ -92,9 +109,7 @@ def classes_of_set(n: int, code: Path, corpus_root: Path) -> Counter:
     labels = sb.read_labels(here / "labels.csv")
     trees = corpus_root / ("scan_corpus" if n == 1 else f"scan_corpus{n}")
     out: Counter = Counter()
-    old = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = str(code)  # the scoring commit's torchdoctor, first on the path
-    try:
+    with code_first(code):  # the scoring commit's torchdoctor
         for entry in corpus["repos"]:
             tree = sb.tree_of(trees, entry)
             keep = set(entry["files_in_scope"])
@@ -105,11 +120,6 @@ def classes_of_set(n: int, code: Path, corpus_root: Path) -> Counter:
                 text = (tree / f.file).read_text(errors="replace")
                 saves = f.rule in BY_SAVES and writes_files(text)
                 out[(entry["repo"], f.rule, falls_back(text), saves, verdict == "tp")] += 1
-    finally:
-        if old is None:
-            os.environ.pop("PYTHONPATH", None)
-        else:
-            os.environ["PYTHONPATH"] = old
     return out
 
 

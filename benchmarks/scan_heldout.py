@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -51,9 +50,7 @@ def findings_of_set(n: int, code: Path, corpus_root: Path) -> dict:
     labels = sb.read_labels(here / "labels.csv")
     trees = corpus_root / f"scan_corpus{n}"
     found = []
-    old = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = str(code)
-    try:
+    with sc.code_first(code):
         for entry in corpus["repos"]:
             tree = sb.tree_of(trees, entry)
             keep = set(entry["files_in_scope"])
@@ -65,11 +62,6 @@ def findings_of_set(n: int, code: Path, corpus_root: Path) -> dict:
                 saves = f.rule in cal.BY_SAVES and cal.writes_files(text)
                 cls = [f.rule, sc.falls_back(text), saves]
                 found.append({"cls": cls, "confidence": f.confidence, "hit": hit})
-    finally:
-        if old is None:
-            os.environ.pop("PYTHONPATH", None)
-        else:
-            os.environ["PYTHONPATH"] = old
     wanted = [
         i for i, lab in enumerate(labels) if lab.must_flag and lab.severity in ("crash", "security")
     ]

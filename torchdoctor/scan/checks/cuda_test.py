@@ -17,8 +17,7 @@ import ast
 
 from ..astutil import CUDA_STRING, call_name, dotted
 from ..context import Check, Context
-from .cuda_api import RAISING
-from .cuda_call import is_tensor_cuda
+from .narrow_guard import cuda_code
 
 MALLOC = (
     "ComfyUI's `cuda_malloc_supported()` asks whether cudaMallocAsync may be enabled, not "
@@ -72,19 +71,15 @@ def _parts(test: ast.expr, positive: bool = True) -> list[tuple[ast.expr, bool]]
 
 
 def _cuda_placement(ctx: Context, nodes: list[ast.AST]) -> bool:
-    """Does this branch put work on CUDA: a "cuda" device string, `.cuda()` or a torch.cuda
-    call that raises without CUDA?"""
+    """Does this branch put work on CUDA: a "cuda" device string, or a call that needs CUDA
+    (TD004's: `.cuda()`, a torch.cuda call that raises without it)?"""
     for top in nodes:
         for sub in ast.walk(top):
             if isinstance(sub, ast.Constant) and isinstance(sub.value, str):
                 if CUDA_STRING.fullmatch(sub.value):
                     return True
-            elif isinstance(sub, ast.Call):
-                name = ctx.torch_call(sub)
-                if name is not None and name.startswith("cuda.") and name[5:] in RAISING:
-                    return True
-                if call_name(sub) == "cuda" and is_tensor_cuda(ctx, sub):
-                    return True
+            elif isinstance(sub, ast.Call) and cuda_code(ctx, sub):
+                return True
     return False
 
 

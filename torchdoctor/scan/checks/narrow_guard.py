@@ -16,7 +16,7 @@ from .cuda_api import RAISING
 from .cuda_call import is_tensor_cuda
 
 
-def _cuda_code(ctx: Context, node: ast.Call) -> str | None:
+def cuda_code(ctx: Context, node: ast.Call) -> str | None:
     """What in this call needs CUDA, in words; None when nothing does."""
     name = ctx.torch_call(node)
     if name is not None and name.startswith("cuda.") and name[len("cuda.") :] in RAISING:
@@ -33,7 +33,7 @@ def _cuda_code(ctx: Context, node: ast.Call) -> str | None:
 def on_call(ctx: Context, node: ast.Call) -> None:
     if not ctx.guard:
         return
-    what = _cuda_code(ctx, node)
+    what = cuda_code(ctx, node)
     test = ctx.narrow_guard() if what else None
     if test is None:
         return
