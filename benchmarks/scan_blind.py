@@ -202,7 +202,8 @@ KIND_RULES: dict[str, frozenset[str]] = {
     # `torch.load`); diffusers' `enable_model_cpu_offload()` on a host without an accelerator.
     "broken-non-cuda-path": frozenset(),
     "pickle-load-cuda-model": frozenset(),
-    "cpu-offload-needs-accelerator": frozenset(),
+    # Read by TD007 since the eighteenth session (before sets 153 on were scored).
+    "cpu-offload-needs-accelerator": frozenset({"TD007"}),
     # The hundred-and-twenty-seventh to hundred-and-thirty-third corpora's new kinds, mapped
     # before the scan was run on them, none a rule reads: float8 on MPS (TD601 reads float64
     # only); a `.cpu().numpy()` copy whose result is never used (a sync, but not in a loop);

@@ -101,6 +101,11 @@ POSITIVE = {
         "dev = torch.device('cpu' if not torch.backends.cuda.is_built() else 'cuda')",
         "if torch.cuda.is_available:\n    model = model.cuda()",
     ],
+    "TD007": [
+        "device = 'cuda' if torch.cuda.is_available() else 'cpu'\npipe.enable_model_cpu_offload()",
+        "import comfy.model_management as mm\nif lowvram:\n    pipe.enable_sequential_cpu_offload()",
+        "device = 'mps' if mps_ok else 'cpu'\nif device != 'mps':\n    pipe.enable_model_cpu_offload()",
+    ],
     "TD005": [
         "def build(cfg, device='cuda'):\n    return cfg",
         "class Resize:\n    def __init__(self, size, *, device='cuda:0'):\n        self.size = size",
@@ -224,6 +229,14 @@ NEGATIVE = {
         "is_half = True and cuda_malloc_supported()",  # no device picked
         "if torch.backends.cudnn.enabled:\n    torch.backends.cudnn.benchmark = True",
         "if not torch.version.cuda:\n    x = x.to('cuda')",  # true only on a build without CUDA
+    ],
+    "TD007": [
+        "dev = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+        "if torch.cuda.is_available():\n    pipe.enable_model_cpu_offload()",
+        "dev = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+        "if dev == 'cpu':\n    pipe.to(dev)\nelse:\n    pipe.enable_model_cpu_offload()",
+        "dev = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+        "pipe.enable_model_cpu_offload(device=dev)",  # the caller chose
     ],
     "TD005": [
         "def build(cfg, device=None):\n    return cfg",

@@ -78,7 +78,7 @@ OTHER_DEVICE = re.compile(r"is_available|[\"']cpu[\"']|\bmps\b|\bxpu\b|device_co
 # The rules that say "this fails without CUDA": moot in a file that needs CUDA anyway (a GPU
 # checkpoint loaded without map_location, TD101/TD103, fails only where there is no GPU).
 DEVICE_RULES = frozenset([
-    "TD001", "TD002", "TD003", "TD004", "TD005", "TD006", "TD101", "TD103", "TD202", "TD501", "TD502",
+    "TD001", "TD002", "TD003", "TD004", "TD005", "TD006", "TD007", "TD101", "TD103", "TD202", "TD501", "TD502",
 ])  # fmt: skip
 
 

@@ -68,6 +68,22 @@ class DeviceGuards:
             found = node
         return found  # type: ignore[return-value]
 
+    def tests_around(self) -> list[tuple[ast.AST, bool] | None]:
+        """The tests of the `if`s, asserts and early returns around the current node, each with
+        whether it holds there (True in an `if` body or after an assert, False in an `else:` or
+        after `if …: return`); None for a block known to need CUDA (`with torch.cuda.device`,
+        after `import triton`). For rules that ask their own question of a guard (TD007: is
+        an accelerator there?), not GUARD_WORD's."""
+        out: list[tuple[ast.AST, bool] | None] = []
+        for entry in self._guards:
+            if entry is None:
+                out.append(None)
+            elif entry[0] in (is_guard, is_guard_else):
+                out.append((entry[1], entry[0] is is_guard))
+            elif self._hit(entry):  # a function or class named for CUDA (`def _forward_cuda`)
+                out.append(None)
+        return out
+
     def on_cpu_branch(self) -> bool:
         """Is the node in the body of an `if` that holds only on the CPU (`if device ==
         "cpu":`, `if self.device == _CPU_DEVICE:`)? There a tensor is a host one: `.numpy()`

@@ -90,6 +90,18 @@ RULES: tuple[Rule, ...] = (
         precision="medium",
     ),
     Rule(
+        "TD007",
+        "offload-needs-accelerator",
+        "error",
+        "diffusers CPU offload where there may be no accelerator",
+        "`pipe.enable_model_cpu_offload()` / `enable_sequential_cpu_offload()` keep models on the "
+        "CPU and move each to an accelerator for its forward pass: on a machine without one, "
+        "diffusers raises 'requires accelerator, but not found' (older releases offload to "
+        "'cuda' and raise 'Torch not compiled with CUDA enabled'). Offload only where "
+        "`torch.cuda.is_available()` (or another accelerator) holds; else `pipe.to(device)`.",
+        precision="medium",
+    ),
+    Rule(
         "TD101",
         "load-without-map-location",
         "warning",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ..context import Check
 from . import (
+    cpu_offload,
     cuda_api,
     cuda_call,
     cuda_default,
@@ -33,6 +34,7 @@ CHECKS: tuple[Check, ...] = tuple(
         cuda_api,
         narrow_guard,
         cuda_test,
+        cpu_offload,
         cuda_default,
         torch_load,
         torch_save,
