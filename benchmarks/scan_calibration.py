@@ -1,7 +1,7 @@
 """The blind figures behind `torchdoctor/scan/calibration.py`, recomputed from history.
 
     python benchmarks/scan_calibration.py [--sets 3-152] [--unit repository|finding]
-        [--corpus-root /work/research] [--cache DIR]
+        [--corpus-root /work/research] [--cache DIR] [--add-to-table]
 
 Each blind set was scored once, on the commit its `results-blind.md` names first. This
 script checks out that commit's `torchdoctor/` (git archive, into a temporary folder), with
@@ -155,6 +155,21 @@ def table(total: Counter, unit: str) -> dict[tuple[str, bool, bool], tuple[float
     return out
 
 
+def added(rows: dict, unit: str) -> dict[tuple[str, bool, bool], tuple[float, float]]:
+    """The committed table plus these rows: the table of its sets and these together, as each
+    repository is in one set and weighs the same alone or among others (to the printed
+    hundredths). For new sets whose earlier ones' trees are not on this machine."""
+    from torchdoctor.scan.calibration import MEASURED
+
+    if unit != "repository":
+        sys.exit("--add-to-table: the committed table counts repositories")
+    out = dict(MEASURED)
+    for cls, (real, false) in rows.items():
+        had = out.get(cls, (0, 0))
+        out[cls] = (had[0] + real, had[1] + false)
+    return out
+
+
 def span(text: str) -> list[int]:
     first, _, last = text.partition("-")
     return list(range(int(first), int(last or first) + 1))
@@ -175,15 +190,23 @@ def main() -> None:
         help="what counts one: a repository where the class fired (default) or a finding",
     )
     ap.add_argument("--cache", type=Path, help="keep each set's counts here (N.json), to reuse")
+    ap.add_argument(
+        "--add-to-table",
+        action="store_true",
+        help="print the sets' weights added to the table now in torchdoctor/scan/calibration.py",
+    )
     args = ap.parse_args()
     total: Counter = Counter()
     with tempfile.TemporaryDirectory() as tmp:
         for n in span(args.sets):
             total += cached_classes(n, Path(tmp), args.corpus_root, args.cache)
+    rows = table(total, args.unit)
+    if args.add_to_table:
+        rows = added(rows, args.unit)
     print(
         f"MEASURED = {{  # (rule, falls back to the CPU, calls torch.save): (real, not real) by {args.unit}"
     )
-    for cls, (real, false) in sorted(table(total, args.unit).items()):
+    for cls, (real, false) in sorted(rows.items()):
         rule, fb, saves = cls
         print(f'    ("{rule}", {fb}, {saves}): ({number(real)}, {number(false)}),')
     print("}")
