@@ -223,6 +223,10 @@ KIND_RULES: dict[str, frozenset[str]] = {
     # sets 148-152, mapped before their scoring: an import of a module only another host
     # application has, on macOS (no rule reads it)
     "mac-only-import": frozenset(),
+    # sets 153-160, mapped before their scoring: `torch.xpu.stream` behind `hasattr(torch,
+    # "xpu")`, true on every recent torch, so the XPU calls run on a CUDA machine (no rule
+    # reads XPU calls)
+    "xpu-stream-on-cuda": frozenset(),
 }
 # Label rows the labeller gave one root cause (method.md): recall is also counted per root.
 ONE_ROOT = {("lllyasviel/Fooocus", "ldm_patched/modules/model_management.py")}
