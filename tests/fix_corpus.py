@@ -12,6 +12,11 @@ from dataclasses import dataclass
 H = 'import torch\n\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
 
 
+# Loads are fixed for projects that still allow torch < 2.6: from 2.6 on, `weights_only=True`
+# is torch's own default and the scan says nothing of a load (TD102).
+BEFORE_WEIGHTS_ONLY_DEFAULT = "torch>=2.4"
+
+
 @dataclass(frozen=True)
 class Case:
     name: str
@@ -160,32 +165,38 @@ CASES = [
         "load_into_load_state_dict",
         H + "net.load_state_dict(torch.load(path))\n",
         H + "net.load_state_dict(torch.load(path, map_location=device, weights_only=True))\n",
+        torch_floor=BEFORE_WEIGHTS_ONLY_DEFAULT,
     ),
     case(
         "load_with_a_parenthesised_last_argument",
         H + 'net.load_state_dict(torch.load(("a.pt")))\n',
         H + 'net.load_state_dict(torch.load(("a.pt"), map_location=device, weights_only=True))\n',
+        torch_floor=BEFORE_WEIGHTS_ONLY_DEFAULT,
     ),
     case(
         "load_of_a_whole_model_without_device_is_left_alone",
         'import torch\nmodel = torch.load("model.pt")\n',
         None,
+        torch_floor=BEFORE_WEIGHTS_ONLY_DEFAULT,
     ),
     case(
         "load_of_a_whole_model_gets_no_weights_only",
         H + 'model = torch.load("model.pt")\nmodel.eval()\n',
         H + 'model = torch.load("model.pt", map_location=device)\nmodel.eval()\n',
+        torch_floor=BEFORE_WEIGHTS_ONLY_DEFAULT,
     ),
     case(
         "load_of_an_array_gets_no_weights_only",
         'import torch\narr = torch.load("x.pt", map_location="cpu")\nprint(arr.mean())\n',
         None,
+        torch_floor=BEFORE_WEIGHTS_ONLY_DEFAULT,
     ),
     case(
         "load_of_a_state_dict_by_name",
         'import torch\nsd = torch.load(p, map_location="cpu")\nmodel.load_state_dict(sd)\n',
         'import torch\nsd = torch.load(p, map_location="cpu", weights_only=True)\n'
         "model.load_state_dict(sd)\n",
+        torch_floor=BEFORE_WEIGHTS_ONLY_DEFAULT,
     ),
     case(
         "load_of_a_state_dict_with_renamed_keys",
@@ -193,23 +204,27 @@ CASES = [
         "model.load_state_dict({k[7:]: v for k, v in sd.items()})\n",
         'import torch\nsd = torch.load(p, map_location="cpu", weights_only=True)\n'
         "model.load_state_dict({k[7:]: v for k, v in sd.items()})\n",
+        torch_floor=BEFORE_WEIGHTS_ONLY_DEFAULT,
     ),
     case(
         "load_of_a_checkpoint_with_other_objects_gets_no_weights_only",
         'import torch\nck = torch.load(p, map_location="cpu")\n'
         'model.load_state_dict(ck["model"])\nargs = ck["args"]\n',
         None,
+        torch_floor=BEFORE_WEIGHTS_ONLY_DEFAULT,
     ),
     case(
         "load_of_a_path_saved_from_a_state_dict",
         'import torch\ntorch.save(model.state_dict(), "w.pt")\nw = torch.load("w.pt", map_location="cpu")\n',
         'import torch\ntorch.save(model.state_dict(), "w.pt")\n'
         'w = torch.load("w.pt", map_location="cpu", weights_only=True)\n',
+        torch_floor=BEFORE_WEIGHTS_ONLY_DEFAULT,
     ),
     case(
         "load_of_a_path_saved_from_a_whole_model",
         'import torch\ntorch.save(model, "m.pt")\nm = torch.load("m.pt", map_location="cpu")\n',
         None,
+        torch_floor=BEFORE_WEIGHTS_ONLY_DEFAULT,
     ),
     case(
         "load_over_lines_with_a_trailing_comma",
@@ -230,54 +245,64 @@ CASES = [
         )
         model.load_state_dict(sd)
         """,
+        torch_floor=BEFORE_WEIGHTS_ONLY_DEFAULT,
     ),
     case(
         "load_over_lines_with_a_comment_after_the_last_argument",
         H + "net.load_state_dict(torch.load(\n    path  # the weights\n))\n",
         H + "net.load_state_dict(torch.load(\n"
         "    path, map_location=device, weights_only=True  # the weights\n))\n",
+        torch_floor=BEFORE_WEIGHTS_ONLY_DEFAULT,
     ),
     case(
         "load_over_lines_with_a_comment_after_a_trailing_comma",
         "import torch\nnet.load_state_dict(torch.load(\n    path,  # the file\n))\n",
         "import torch\nnet.load_state_dict(torch.load(\n    path,  # the file\n"
         '    map_location="cpu",\n    weights_only=True,\n))\n',
+        torch_floor=BEFORE_WEIGHTS_ONLY_DEFAULT,
     ),
     case(
         "load_with_a_trailing_comma_on_one_line",
         H + "net.load_state_dict(torch.load(p, ))\n",
         H + "net.load_state_dict(torch.load(p, map_location=device, weights_only=True, ))\n",
+        torch_floor=BEFORE_WEIGHTS_ONLY_DEFAULT,
     ),
     case(
         "load_with_weights_only_already_present",
         H + "m = torch.load(p, weights_only=False)\n",
         H + "m = torch.load(p, weights_only=False, map_location=device)\n",
+        torch_floor=BEFORE_WEIGHTS_ONLY_DEFAULT,
     ),
     case(
         "load_with_a_pickle_module_gets_no_weights_only",
         H + "import pickle\nnet.load_state_dict(torch.load(p, pickle_module=pickle))\n",
         H + "import pickle\n"
         "net.load_state_dict(torch.load(p, pickle_module=pickle, map_location=device))\n",
+        torch_floor=BEFORE_WEIGHTS_ONLY_DEFAULT,
     ),
     case(
         "load_imported_from_torch",
         'from torch import load\nnet.load_state_dict(load(p, map_location="cpu"))\n',
         'from torch import load\nnet.load_state_dict(load(p, map_location="cpu", weights_only=True))\n',
+        torch_floor=BEFORE_WEIGHTS_ONLY_DEFAULT,
     ),
     case(
         "load_through_an_alias",
         'import torch as th\nnet.load_state_dict(th.load(p, map_location="cpu"))\n',
         'import torch as th\nnet.load_state_dict(th.load(p, map_location="cpu", weights_only=True))\n',
+        torch_floor=BEFORE_WEIGHTS_ONLY_DEFAULT,
     ),
     case(
         "load_with_star_args",
         H + "net.load_state_dict(torch.load(*args))\n",
         H + "net.load_state_dict(torch.load(*args, map_location=device, weights_only=True))\n",
+        torch_floor=BEFORE_WEIGHTS_ONLY_DEFAULT,
     ),
     case(
         "load_inside_a_comprehension",
         H + "sds = [torch.load(p) for p in paths]\n",
         H + "sds = [torch.load(p, map_location=device) for p in paths]\n",
+        torch_floor=BEFORE_WEIGHTS_ONLY_DEFAULT,
     ),
     # ------------------------------------------------------------ TD501 pin_memory
     case(
@@ -315,6 +340,7 @@ CASES = [
         H + "a = x.cuda(1)\nb = y.cuda()\nnet.load_state_dict(torch.load(p))\n",
         H + "a = x.cuda(1)\nb = y.to(device)\n"
         "net.load_state_dict(torch.load(p, map_location=device, weights_only=True))\n",
+        torch_floor=BEFORE_WEIGHTS_ONLY_DEFAULT,
     ),
     case(
         "cuda_and_numpy_in_one_chain",

@@ -118,6 +118,40 @@ def test_requirements_file_declares_the_torch_floor(tmp_path):
     config_for_dir.cache_clear()
 
 
+def test_weights_only_default_from_requirements_txt_in_a_tree_without_git_mario_diffusion(tmp_path):
+    """schrum2/MarioDiffusion (set 158) pins torch==2.6.0 in requirements.txt and has no
+    pyproject.toml or setup.py: downloaded as a zip (no .git), its `torch.load` of embeddings
+    already defaults to weights_only=True, and TD102 has nothing to say."""
+    (tmp_path / "requirements.txt").write_text("--index-url https://x/whl/cu126\ntorch==2.6.0\n")
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "pipe.py").write_text(
+        "import torch\nemb = torch.load(path, map_location='cpu')\n"
+    )
+    config_for_dir.cache_clear()
+    found = scan_paths([str(tmp_path)], ScanOptions(confidence="low"), jobs=1).findings
+    assert [f.rule for f in found] == []
+    (tmp_path / "requirements.txt").write_text("torch\n")  # no floor: the note is back
+    config_for_dir.cache_clear()
+    found = scan_paths([str(tmp_path)], ScanOptions(confidence="low"), jobs=1).findings
+    assert [f.rule for f in found] == ["TD102"]
+    config_for_dir.cache_clear()
+
+
+def test_nested_requirements_without_torch_defer_to_the_project_cp_swiss_german_asr(tmp_path):
+    """Till1983/cp-swiss-german-asr (set 160) pins torch==2.6.0 at its root and keeps a web
+    front end's own requirements.txt under src/frontend: code there still has the root's floor."""
+    (tmp_path / "requirements.txt").write_text("torch==2.6.0\ntorchaudio==2.6.0\n")
+    front = tmp_path / "src" / "frontend"
+    front.mkdir(parents=True)
+    (front / "requirements.txt").write_text("streamlit\n")
+    config_for_dir.cache_clear()
+    assert config_for_dir(str(front)).torch_min == (2, 6)
+    (front / "requirements.txt").write_text("torch>=1.13\n")  # a floor of its own
+    config_for_dir.cache_clear()
+    assert config_for_dir(str(front)).torch_min == (1, 13)
+    config_for_dir.cache_clear()
+
+
 def test_torch_floor_from_a_dependency_group_slm_lab(tmp_path):
     """kengz/SLM-Lab (set 99) requires torch>=2.8.0 in its `ml` dependency group only: its
     loads default to weights_only=True there, TD102 has nothing to say."""

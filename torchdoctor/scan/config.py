@@ -18,7 +18,7 @@ import dataclasses
 import fnmatch
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -35,7 +35,11 @@ TORCH_REQ = re.compile(r"^[ \t]*torch(?![\w.-])[ \t]*(?:\[[^\]\n]*\])?[ \t]*([^;
 LOWER_BOUND = re.compile(r"(>=|==|~=|>)\s*(\d+)\.(\d+)")
 # `torch @ https://…/torch-2.6.0%2Bcu126-cp310-…whl`: a direct wheel pins the release in its name
 WHEEL_VERSION = re.compile(r"@.*/torch-(\d+)\.(\d+)[^/]*\.whl")
-PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
+# A project's root. requirements.txt too: a tree without .git or packaging files (a zip
+# download, a Docker build context, an exported archive) still declares its torch there
+# (traktorex/polsess_separation's torch>=2.8.0, schrum2/MarioDiffusion's torch==2.6.0: sets
+# 157-160, six TD102 findings on loads that default to weights_only=True there).
+PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git", "requirements.txt")
 SHARED, OWN = "[tool.torchdoctor]", "[tool.torchdoctor.scan]"
 
 
@@ -134,15 +138,15 @@ def _read(path: str) -> str | None:
         return None
 
 
-def _project_root(directory: str) -> str | None:
-    """The nearest folder at or above `directory` that looks like a project's root."""
+def _project_roots(directory: str) -> Iterator[str]:
+    """The folders at or above `directory` that look like a project's root, nearest first."""
     d = os.path.abspath(directory)
     while True:
         if any(os.path.exists(os.path.join(d, m)) for m in PROJECT_MARKERS):
-            return d
+            yield d
         parent = os.path.dirname(d)
         if parent == d:
-            return None
+            return
         d = parent
 
 
@@ -161,20 +165,31 @@ def _strings(lists: list[Any]) -> list[str]:
     return [d for deps in lists if isinstance(deps, list) for d in deps if isinstance(d, str)]
 
 
-def _torch_min(root: str | None, cfg: shared_config.Config) -> tuple[int, int] | None:
-    """The project's torch floor: its pyproject dependencies (with its extras and dependency
-    groups: SLM-Lab requires torch>=2.8 in its `ml` group only), else its requirements*.txt."""
-    if root is None:
-        return None
-    if cfg.root == root:  # the project's own pyproject.toml (the configuration's file)
-        bound = torch_lower_bound(_pyproject_requirements(cfg))
-        if bound is not None:
-            return bound
-    reqs = []
-    for name in sorted(os.listdir(root)) if os.path.isdir(root) else []:
-        if name.startswith("requirements") and name.endswith(".txt"):
-            reqs.append(_read(os.path.join(root, name)) or "")
-    return torch_lower_bound(reqs)
+def _listing(folder: str) -> list[str]:
+    try:
+        return sorted(os.listdir(folder))
+    except OSError:  # unreadable: it declares nothing we can see
+        return []
+
+
+def _torch_min(directory: str, cfg: shared_config.Config) -> tuple[int, int] | None:
+    """The torch floor of the nearest project that names torch: its pyproject dependencies
+    (with its extras and dependency groups: SLM-Lab requires torch>=2.8 in its `ml` group
+    only), else its requirements*.txt. A nested folder whose requirements do not name torch (a
+    web front end's) leaves the question to the project around it."""
+    for root in _project_roots(directory):
+        reqs = []
+        if cfg.root == root:  # the project's own pyproject.toml (the configuration's file)
+            reqs = _pyproject_requirements(cfg)
+        if not any(TORCH_REQ.search(r) for r in reqs):
+            reqs = [
+                _read(os.path.join(root, name)) or ""
+                for name in _listing(root)
+                if name.startswith("requirements") and name.endswith(".txt")
+            ]
+        if any(TORCH_REQ.search(r) for r in reqs):
+            return torch_lower_bound(reqs)
+    return None
 
 
 @lru_cache(maxsize=8192)  # one per folder of the tree: a big tree has thousands
@@ -190,7 +205,7 @@ def config_for_dir(directory: str) -> ProjectConfig:
         problems.append(exc.problem)
         cfg = shared_config.Config(exc.path)
         out = ProjectConfig(root=cfg.root)
-    torch_min = _torch_min(_project_root(directory), cfg)
+    torch_min = _torch_min(directory, cfg)
     return dataclasses.replace(out, torch_min=torch_min, problems=tuple(problems))
 
 
