@@ -1,6 +1,6 @@
 """The blind figures behind `torchdoctor/scan/calibration.py`, recomputed from history.
 
-    python benchmarks/scan_calibration.py [--sets 3-152] [--unit repository|finding]
+    python benchmarks/scan_calibration.py [--sets 3-160] [--unit repository|finding]
         [--corpus-root /work/research] [--cache DIR] [--add-to-table]
 
 Each blind set was scored once, on the commit its `results-blind.md` names first. This
@@ -181,7 +181,7 @@ def number(x: float) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--sets", default="3-152", help="a range of set numbers (default 3-152)")
+    ap.add_argument("--sets", default="3-160", help="a range of set numbers (default 3-160)")
     ap.add_argument("--corpus-root", type=Path, default=Path("/work/research"))
     ap.add_argument(
         "--unit",
