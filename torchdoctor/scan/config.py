@@ -178,16 +178,18 @@ def _torch_min(directory: str, cfg: shared_config.Config) -> tuple[int, int] | N
     only), else its requirements*.txt. A nested folder whose requirements do not name torch (a
     web front end's) leaves the question to the project around it."""
     for root in _project_roots(directory):
-        reqs = []
+        declared = []
         if cfg.root == root:  # the project's own pyproject.toml (the configuration's file)
-            reqs = _pyproject_requirements(cfg)
-        if not any(TORCH_REQ.search(r) for r in reqs):
-            reqs = [
-                _read(os.path.join(root, name)) or ""
-                for name in _listing(root)
-                if name.startswith("requirements") and name.endswith(".txt")
-            ]
-        if any(TORCH_REQ.search(r) for r in reqs):
+            declared = _pyproject_requirements(cfg)
+            bound = torch_lower_bound(declared)
+            if bound is not None:
+                return bound
+        reqs = [
+            _read(os.path.join(root, name)) or ""
+            for name in _listing(root)
+            if name.startswith("requirements") and name.endswith(".txt")
+        ]
+        if any(TORCH_REQ.search(r) for r in [*declared, *reqs]):
             return torch_lower_bound(reqs)
     return None
 
