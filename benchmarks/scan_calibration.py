@@ -45,7 +45,7 @@ sys.path.insert(0, str(ROOT))
 
 import scan_blind as sb  # noqa: E402
 
-from torchdoctor.scan.calibration import BY_SAVES, writes_files  # noqa: E402
+from torchdoctor.scan.calibration import BY_SAVES, MEASURED, SOURCE, writes_files  # noqa: E402
 from torchdoctor.scan.context import falls_back  # noqa: E402
 
 COMMIT = re.compile(r"\b[0-9a-f]{7,40}\b")
@@ -155,14 +155,17 @@ def table(total: Counter, unit: str) -> dict[tuple[str, bool, bool], tuple[float
     return out
 
 
-def added(rows: dict, unit: str) -> dict[tuple[str, bool, bool], tuple[float, float]]:
+def added(
+    rows: dict, unit: str, sets: list[int]
+) -> dict[tuple[str, bool, bool], tuple[float, float]]:
     """The committed table plus these rows: the table of its sets and these together, as each
     repository is in one set and weighs the same alone or among others (to the printed
     hundredths). For new sets whose earlier ones' trees are not on this machine."""
-    from torchdoctor.scan.calibration import MEASURED
-
     if unit != "repository":
         sys.exit("--add-to-table: the committed table counts repositories")
+    upto = re.search(r"corpora \d+-(\d+)", SOURCE)
+    if upto is None or min(sets) <= int(upto.group(1)):
+        sys.exit(f"--add-to-table: the table already holds sets up to {SOURCE!r}")
     out = dict(MEASURED)
     for cls, (real, false) in rows.items():
         had = out.get(cls, (0, 0))
@@ -202,7 +205,7 @@ def main() -> None:
             total += cached_classes(n, Path(tmp), args.corpus_root, args.cache)
     rows = table(total, args.unit)
     if args.add_to_table:
-        rows = added(rows, args.unit)
+        rows = added(rows, args.unit, span(args.sets))
     print(
         f"MEASURED = {{  # (rule, falls back to the CPU, calls torch.save): (real, not real) by {args.unit}"
     )
