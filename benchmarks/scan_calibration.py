@@ -155,22 +155,25 @@ def table(total: Counter, unit: str) -> dict[tuple[str, bool, bool], tuple[float
     return out
 
 
-def added(
-    rows: dict, unit: str, sets: list[int]
-) -> dict[tuple[str, bool, bool], tuple[float, float]]:
+def added(rows: dict, unit: str) -> dict[tuple[str, bool, bool], tuple[float, float]]:
     """The committed table plus these rows: the table of its sets and these together, as each
     repository is in one set and weighs the same alone or among others (to the printed
     hundredths). For new sets whose earlier ones' trees are not on this machine."""
     if unit != "repository":
         sys.exit("--add-to-table: the committed table counts repositories")
-    upto = re.search(r"corpora \d+-(\d+)", SOURCE)
-    if upto is None or min(sets) <= int(upto.group(1)):
-        sys.exit(f"--add-to-table: the table already holds sets up to {SOURCE!r}")
     out = dict(MEASURED)
     for cls, (real, false) in rows.items():
         had = out.get(cls, (0, 0))
         out[cls] = (had[0] + real, had[1] + false)
     return out
+
+
+def refuse_held(sets: list[int]) -> None:
+    """Stop before any scan when the committed table (its SOURCE names the range) already
+    holds one of these sets: added twice, it would count them twice."""
+    upto = re.search(r"corpora \d+-(\d+)", SOURCE)
+    if upto is None or min(sets) <= int(upto.group(1)):
+        sys.exit(f"--add-to-table: the table already holds sets up to {SOURCE!r}")
 
 
 def span(text: str) -> list[int]:
@@ -199,13 +202,15 @@ def main() -> None:
         help="print the sets' weights added to the table now in torchdoctor/scan/calibration.py",
     )
     args = ap.parse_args()
+    if args.add_to_table:
+        refuse_held(span(args.sets))
     total: Counter = Counter()
     with tempfile.TemporaryDirectory() as tmp:
         for n in span(args.sets):
             total += cached_classes(n, Path(tmp), args.corpus_root, args.cache)
     rows = table(total, args.unit)
     if args.add_to_table:
-        rows = added(rows, args.unit, span(args.sets))
+        rows = added(rows, args.unit)
     print(
         f"MEASURED = {{  # (rule, falls back to the CPU, calls torch.save): (real, not real) by {args.unit}"
     )
