@@ -42,11 +42,18 @@ MAIN = re.compile(r"""^if\s+__name__\s*==\s*['"]__main__['"]""", re.M)
 # Training code, by its file's name: train.py, trainer.py, sam_trainer.py, pretrain.py (not
 # constraints.py).
 TRAINING_FILE = re.compile(r"(?:^|[^a-z]|pre)train", re.I)
+# or by its own folder's: utils/trainers/base.py (3d-vla, set 156), src/training/
+# (cp-swiss-german-asr, set 160). Only the nearest folder: the path may be absolute, and a
+# folder above the project says nothing of it.
+TRAINING_DIR = re.compile(r"^(?:train|trainers?|training)$", re.I)
 # The file picks the CPU where CUDA is absent: `… if torch.cuda.is_available() else "cpu"`,
 # `if not torch.cuda.is_available():`; or runs there by default: `--device` defaults to "cpu"
 # (Grounded-Segment-Anything's OSX demo, twentieth blind corpus). Four patterns, each tried
 # only where the text holds its literal: a third of one alternation's cost on torch's tree.
 AVAILABLE_ELSE = re.compile(r"is_available\(\)\s*else\s|if\s+not\s+torch\.cuda\.is_available\(\)")
+# What an `… if torch.cuda.is_available() else X` picks when X is no device: a GPU's name or
+# its count for a log line (`get_device_name(0) if … else ""`, 3d-vla's trainer, set 156).
+NOT_A_DEVICE = re.compile(r"""\s*(?:None|False|True|0\b|["'](?!(?:cpu|cuda|mps|xpu|npu)\b))""")
 ELSE_CPU = re.compile(r"""else\s+(?:torch\.device\(\s*)?["']cpu["']""")
 DEVICE_OPTION_CPU = re.compile(r"""--device["'][^)]*?default\s*=\s*["']cpu["']""")
 
@@ -58,6 +65,8 @@ def _picks_compute_device(text: str, pattern: re.Pattern[str]) -> bool:
     helpers nothing calls: thirty-second blind corpus); the device the code runs on is
     chosen elsewhere."""
     for m in pattern.finditer(text):
+        if pattern is AVAILABLE_ELSE and NOT_A_DEVICE.match(text, m.end() - 1):
+            continue
         start = text.rfind("\n", 0, m.start()) + 1
         end = text.find("\n", m.end())
         if "map_location" not in text[start : end if end >= 0 else len(text)]:
@@ -188,10 +197,12 @@ class Context(SourcePositions, Bindings, DeviceGuards, CallSites, ast.NodeVisito
 
     @property
     def trains(self) -> bool:
-        """Is the file training code, by its name (TRAINING_FILE)?"""
+        """Is the file training code, by its name (TRAINING_FILE) or its folder's?"""
         if "trains" not in self.memo:
-            stem = self.path.replace("\\", "/").rsplit("/", 1)[-1].rsplit(".", 1)[0]
-            self.memo["trains"] = bool(TRAINING_FILE.search(stem))
+            folder, _, name = self.path.replace("\\", "/").rpartition("/")
+            stem = name.rsplit(".", 1)[0]
+            parent = folder.rsplit("/", 1)[-1]
+            self.memo["trains"] = bool(TRAINING_FILE.search(stem) or TRAINING_DIR.match(parent))
         return bool(self.memo["trains"])
 
     @property

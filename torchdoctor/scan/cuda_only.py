@@ -26,10 +26,23 @@ _RANK = r"\s*(?:self\.|args\.|opt\.)?(?:local_)?rank\s*\)"
 RANK_GPU = r"(?:\.cuda|cuda\.Stream)\(" + _RANK + r"|device\(\s*['\"]cuda['\"]\s*," + _RANK
 
 # Packages that are CUDA kernels: importing them loads a compiled CUDA extension, and they
-# install only where a CUDA (or ROCm) toolchain is (flash-attn builds flash_attn_2_cuda).
-# project.py makes their importers CUDA-only too.
-CUDA_KERNEL_PACKAGES = frozenset(["flash_attn"])
+# install only where a CUDA (or ROCm) toolchain is. project.py makes their importers CUDA-only
+# too. Module -> its name in the reason, and what shows it has no CPU or MPS path.
+CUDA_KERNEL_PACKAGES: dict[str, str] = {
+    "flash_attn": "flash-attn",  # builds flash_attn_2_cuda
+    # tiny-cuda-nn's bindings: NVIDIA GPUs only (its README); DDS-SLAM's hash grids, set 154
+    "tinycudann": "tiny-cuda-nn",
+    "pycuda": "PyCUDA",
+    "cupy": "CuPy",  # CUDA or ROCm arrays, no CPU backend
+    # the 3D Gaussian Splatting rasterizer and its KNN: CUDAExtension modules, no CPU kernels
+    "diff_gaussian_rasterization": "the 3DGS rasterizer",
+    "simple_knn": "simple-knn",
+    # gsplat: no CPU, AMD or MPS kernels (nerfstudio-project/gsplat#635, #163)
+    "gsplat": "gsplat",
+    "nvdiffrast": "nvdiffrast",  # NVIDIA's rasterizer: CUDAExtension / OpenGL on NVIDIA
+}
 
+KERNELS = "imports a package of CUDA kernels"
 # (substrings one of which every match holds, pattern over the file's text, what it shows).
 # Checked in order; the first hit is the reason. The plain substring test comes first: it is
 # many times faster than a regex over the files that hold none of them (nearly all).
@@ -47,8 +60,8 @@ MARKERS: tuple[tuple[tuple[str, ...], re.Pattern[str], str], ...] = (
     # at column 0 only: flash-attn is often imported optionally, inside `try`
     (
         tuple(CUDA_KERNEL_PACKAGES),
-        re.compile(r"^(?:import|from)\s+(?:" + "|".join(CUDA_KERNEL_PACKAGES) + r")\b", re.M),
-        "imports flash-attn",
+        re.compile(r"^(?:import|from)\s+(" + "|".join(CUDA_KERNEL_PACKAGES) + r")\b", re.M),
+        KERNELS,
     ),
     (
         ("smdistributed",),
@@ -85,7 +98,9 @@ DEVICE_RULES = frozenset([
 def cuda_only_reason(text: str) -> str | None:
     """Why the file runs on CUDA only, or None."""
     for words, pattern, reason in MARKERS:
-        if any(w in text for w in words) and pattern.search(text):
+        if any(w in text for w in words) and (m := pattern.search(text)):
+            if reason == KERNELS:  # name the package: "imports tiny-cuda-nn"
+                reason = "imports " + CUDA_KERNEL_PACKAGES[m.group(1)]
             return f"the file {reason}: it runs on CUDA only"
     if "set_device" in text and SET_DEVICE.search(text) and not OTHER_DEVICE.search(text):
         return (

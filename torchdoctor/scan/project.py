@@ -330,8 +330,9 @@ def compiles_cuda_at_import(tree: ast.Module) -> str | None:
         if isinstance(s, (ast.Import, ast.ImportFrom)):
             absolute = isinstance(s, ast.Import) or not s.level
             names = [a.name for a in s.names] if isinstance(s, ast.Import) else [s.module or ""]
-            if absolute and any(n.split(".")[0] in CUDA_KERNEL_PACKAGES for n in names):
-                return "it imports flash-attn, whose kernels run on CUDA only"
+            kernels = [CUDA_KERNEL_PACKAGES.get(n.split(".")[0]) for n in names]
+            if absolute and any(kernels):
+                return f"it imports {next(k for k in kernels if k)}, whose kernels run on CUDA only"
             continue
         value = s.value if isinstance(s, (ast.Assign, ast.Expr, ast.AnnAssign)) else None
         if not isinstance(value, ast.Call):
