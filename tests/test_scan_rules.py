@@ -101,6 +101,11 @@ POSITIVE = {
         "dev = torch.device('cpu' if not torch.backends.cuda.is_built() else 'cuda')",
         "if torch.cuda.is_available:\n    model = model.cuda()",
     ],
+    "TD008": [
+        "if hasattr(torch, 'xpu'):\n    torch.xpu.synchronize()",
+        "with torch.xpu.stream(s) if hasattr(torch, 'xpu') else torch.cuda.stream(s):\n    pass",
+        "if hasattr(torch.backends, 'mps'):\n    torch.mps.empty_cache()",
+    ],
     "TD007": [
         "device = 'cuda' if torch.cuda.is_available() else 'cpu'\npipe.enable_model_cpu_offload()",
         "import comfy.model_management as mm\nif lowvram:\n    pipe.enable_sequential_cpu_offload()",
@@ -229,6 +234,13 @@ NEGATIVE = {
         "is_half = True and cuda_malloc_supported()",  # no device picked
         "if torch.backends.cudnn.enabled:\n    torch.backends.cudnn.benchmark = True",
         "if not torch.version.cuda:\n    x = x.to('cuda')",  # true only on a build without CUDA
+    ],
+    "TD008": [
+        "if hasattr(torch, 'xpu') and torch.xpu.is_available():\n    torch.xpu.synchronize()",
+        "if hasattr(torch, 'xpu'):\n    torch.xpu.empty_cache()",  # harmless without XPU
+        "if hasattr(torch, 'xpu'):\n    try:\n        torch.xpu.synchronize()\n"
+        "    except Exception:\n        pass",
+        "if hasattr(torch.backends, 'mps'):\n    ok = torch.backends.mps.is_available()",
     ],
     "TD007": [
         "dev = 'cuda' if torch.cuda.is_available() else 'cpu'\n"

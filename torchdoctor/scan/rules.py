@@ -102,6 +102,18 @@ RULES: tuple[Rule, ...] = (
         precision="medium",
     ),
     Rule(
+        "TD008",
+        "not-a-backend-test",
+        "error",
+        "XPU or MPS picked by a test that the module exists",
+        "`hasattr(torch, 'xpu')` is true in every torch since 2.4 and `hasattr(torch.backends, "
+        "'mps')` in every torch since 1.12, on machines without that backend too: a branch "
+        "that then calls `torch.xpu.synchronize()`, `torch.xpu.stream(...)` or "
+        "`torch.mps.empty_cache()` raises on CUDA and CPU machines. Test "
+        "`torch.xpu.is_available()` / `torch.backends.mps.is_available()`.",
+        precision="medium",
+    ),
+    Rule(
         "TD101",
         "load-without-map-location",
         "warning",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ..context import Check
 from . import (
+    backend_test,
     cpu_offload,
     cuda_api,
     cuda_call,
@@ -34,6 +35,7 @@ CHECKS: tuple[Check, ...] = tuple(
         cuda_api,
         narrow_guard,
         cuda_test,
+        backend_test,
         cpu_offload,
         cuda_default,
         torch_load,

@@ -1,0 +1,96 @@
+"""TD008: `hasattr(torch, "xpu")` / `hasattr(torch.backends, "mps")` taken for "this backend is
+usable". okolenmi/B580-diffusion-training (blind set 154) writes its train step for Intel Arc
+and CUDA, and on the CUDA machine it also supports calls `torch.xpu.current_stream()`, which
+raises "Torch not compiled with XPU enabled": the labeller's four crashes. What raises and what
+does not is checked here on the installed torch when there is one."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from torchdoctor.scan.engine import ScanOptions, scan_source
+
+B580_TRAIN_STEP = """
+import torch
+
+
+class TrainStep:
+    def __init__(self):
+        self.stream = torch.cuda.Stream() if torch.cuda.is_available() else None
+
+    def prefetch(self, batch, device):
+        with torch.xpu.stream(self.stream) if hasattr(torch, 'xpu') else torch.cuda.stream(self.stream):
+            batch = batch.to(device, non_blocking=True)
+        if hasattr(torch, 'xpu'):
+            torch.xpu.current_stream().wait_stream(self.stream)
+        else:
+            torch.cuda.current_stream().wait_stream(self.stream)
+        return batch
+"""
+
+GUARDED = """
+import torch
+
+
+def pick():
+    if hasattr(torch, "xpu") and torch.xpu.is_available():
+        return "xpu"
+    if hasattr(torch, "xpu"):
+        torch.xpu.empty_cache()
+    if hasattr(torch, "xpu"):
+        try:
+            if torch.xpu.is_available():
+                return "xpu"
+        except Exception:
+            pass
+    if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+        return "mps"
+    return "cpu"
+"""
+
+
+def td008(src: str) -> list[tuple[int, str]]:
+    findings, _ = scan_source("step.py", textwrap.dedent(src), ScanOptions(confidence="low"))
+    return [(f.line, f.confidence) for f in findings if f.rule == "TD008"]
+
+
+def test_xpu_stream_on_a_cuda_machine_b580_diffusion_training():
+    # line 10: the stream context does nothing without XPU (the CUDA side stream goes unused);
+    # line 12: current_stream() raises on every machine without XPU
+    assert td008(B580_TRAIN_STEP) == [(10, "medium"), (12, "high")]
+
+
+def test_a_real_availability_test_or_a_harmless_call_is_quiet():
+    assert td008(GUARDED) == []
+
+
+def test_mps_cache_behind_hasattr_benchmark_scripts():
+    """`if hasattr(torch.backends, "mps"): torch.mps.empty_cache()` in a benchmark's cleanup:
+    on Linux and Windows torch.mps.empty_cache() raises."""
+    src = "import torch\n\nif hasattr(torch.backends, 'mps'):\n    torch.mps.empty_cache()\n"
+    assert td008(src) == [(3, "high")]
+    assert td008(src.replace("'mps')", "'mps') and torch.backends.mps.is_available()")) == []
+
+
+def test_what_the_rule_says_raises_does_raise_on_this_torch():
+    """The rule's split of torch.xpu / torch.mps into harmless calls and calls that raise,
+    checked against the installed torch (a CPU build: neither backend)."""
+    torch = pytest.importorskip("torch")
+    if torch.xpu.is_available() or torch.backends.mps.is_available():
+        pytest.skip("this machine has XPU or MPS: the calls would not raise")
+    assert hasattr(torch, "xpu") and hasattr(torch.backends, "mps")
+    from torchdoctor.scan.checks.backend_test import HARMLESS
+
+    for fn in ("synchronize", "current_stream", "get_device_name"):
+        with pytest.raises((AssertionError, RuntimeError)):
+            getattr(torch.xpu, fn)()
+    for fn in ("empty_cache", "synchronize"):
+        with pytest.raises(RuntimeError):
+            getattr(torch.mps, fn)()
+    for fn in ("empty_cache", "device_count", "is_available", "memory_allocated"):
+        assert fn in HARMLESS["xpu"]
+        getattr(torch.xpu, fn)()
+    with torch.xpu.stream(object()):  # the no-op the medium finding describes
+        pass
