@@ -225,8 +225,11 @@ KIND_RULES: dict[str, frozenset[str]] = {
     "mac-only-import": frozenset(),
     # sets 153-160, mapped before their scoring: `torch.xpu.stream` behind `hasattr(torch,
     # "xpu")`, true on every recent torch, so the XPU calls run on a CUDA machine (no rule
-    # reads XPU calls)
-    "xpu-stream-on-cuda": frozenset(),
+    # read XPU calls then; TD008 does since the nineteenth session, mapped before sets 161-168)
+    "xpu-stream-on-cuda": frozenset(["TD008"]),
+    # sets 161-168, mapped before their scoring: a batch copied to the host by
+    # `.type(torch.FloatTensor)` and uploaded again every step (no rule reads it)
+    "device-roundtrip-cast": frozenset(),
 }
 # Label rows the labeller gave one root cause (method.md): recall is also counted per root.
 ONE_ROOT = {("lllyasviel/Fooocus", "ldm_patched/modules/model_management.py")}
