@@ -50,10 +50,12 @@ TRAINING_DIR = re.compile(r"^(?:train|trainers?|training)$", re.I)
 # `if not torch.cuda.is_available():`; or runs there by default: `--device` defaults to "cpu"
 # (Grounded-Segment-Anything's OSX demo, twentieth blind corpus). Four patterns, each tried
 # only where the text holds its literal: a third of one alternation's cost on torch's tree.
-AVAILABLE_ELSE = re.compile(r"is_available\(\)\s*else\s|if\s+not\s+torch\.cuda\.is_available\(\)")
-# What an `… if torch.cuda.is_available() else X` picks when X is no device: a GPU's name or
-# its count for a log line (`get_device_name(0) if … else ""`, 3d-vla's trainer, set 156).
-NOT_A_DEVICE = re.compile(r"""\s*(?:None|False|True|0\b|["'](?!(?:cpu|cuda|mps|xpu|npu)\b))""")
+# Not when the `else` value is no device: a GPU's name or its count for a log line
+# (`get_device_name(0) if … else ""`, 3d-vla's trainer, set 156).
+NOT_A_DEVICE = r"""\s*(?:None|False|True|0\b|["'](?!(?:cpu|cuda|mps|xpu|npu)\b))"""
+AVAILABLE_ELSE = re.compile(
+    r"is_available\(\)\s*else\s(?!" + NOT_A_DEVICE + r")|if\s+not\s+torch\.cuda\.is_available\(\)"
+)
 ELSE_CPU = re.compile(r"""else\s+(?:torch\.device\(\s*)?["']cpu["']""")
 DEVICE_OPTION_CPU = re.compile(r"""--device["'][^)]*?default\s*=\s*["']cpu["']""")
 
@@ -65,8 +67,6 @@ def _picks_compute_device(text: str, pattern: re.Pattern[str]) -> bool:
     helpers nothing calls: thirty-second blind corpus); the device the code runs on is
     chosen elsewhere."""
     for m in pattern.finditer(text):
-        if pattern is AVAILABLE_ELSE and NOT_A_DEVICE.match(text, m.end() - 1):
-            continue
         start = text.rfind("\n", 0, m.start()) + 1
         end = text.find("\n", m.end())
         if "map_location" not in text[start : end if end >= 0 else len(text)]:

@@ -15,6 +15,7 @@ around that call."""
 from __future__ import annotations
 
 import ast
+from collections import deque
 
 from ..astutil import dotted
 from ..context import Check, Context
@@ -88,9 +89,9 @@ def _names(value: object, backend: str) -> bool:
 def _uses(ctx: Context, nodes: list[ast.AST], backend: str) -> ast.AST | None:
     """The first call in these statements that raises without the backend, or a string naming
     its device, outside any inner test that asks and any `try`."""
-    todo = list(nodes)
+    todo = deque(nodes)  # breadth first: the outermost use is the one reported
     while todo:
-        node = todo.pop(0)
+        node = todo.popleft()
         if isinstance(node, ast.Try):
             continue
         if isinstance(node, (ast.If, ast.IfExp, ast.While)) and _asks(node.test):
@@ -113,11 +114,10 @@ def _atoms(test: ast.expr) -> list[ast.expr]:
 
 
 def on_test(ctx: Context, node: ast.If | ast.IfExp) -> None:
-    atoms = _atoms(node.test)  # the atoms of a conjunction: each true when the body runs
     if _asks(node.test):
         return  # `hasattr(torch, "xpu") and torch.xpu.is_available()`: the test is there
     body = node.body if isinstance(node, ast.If) else [node.body]
-    for atom in atoms:
+    for atom in _atoms(node.test):  # the atoms of a conjunction: each true when the body runs
         key = _namespace(ctx, atom)
         used = None if key is None else _uses(ctx, body, NAMESPACES[key])
         if key is None or used is None:
