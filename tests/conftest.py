@@ -71,6 +71,18 @@ def torch_installed() -> bool:
 needs_torch = pytest.mark.skipif(not torch_installed(), reason="torch is not installed here")
 
 
+@pytest.fixture(scope="session")
+def ckpts(tmp_path_factory) -> Path:
+    """The checkpoint files of tests/ckpt_factory.py (CPU- and CUDA-tagged, legacy, …)."""
+    if not torch_installed():
+        pytest.skip("torch is not installed here")
+    out = tmp_path_factory.mktemp("ckpt")
+    subprocess.run(
+        [sys.executable, str(REPO / "tests" / "ckpt_factory.py"), str(out)], check=True, timeout=120
+    )
+    return out
+
+
 def _report_schema() -> dict:
     from importlib import resources
 

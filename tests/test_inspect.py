@@ -19,23 +19,6 @@ from torchdoctor.probes.child import pickle_scan
 from .conftest import REPO, REPORT_SCHEMA, needs_torch, run_cli
 
 
-@pytest.fixture(scope="module")
-def ckpts(tmp_path_factory) -> Path:
-    if not _has_torch():
-        pytest.skip("torch is not installed here")
-    out = tmp_path_factory.mktemp("ckpt")
-    subprocess.run(
-        [sys.executable, str(REPO / "tests" / "ckpt_factory.py"), str(out)], check=True, timeout=120
-    )
-    return out
-
-
-def _has_torch() -> bool:
-    from importlib.util import find_spec
-
-    return find_spec("torch") is not None
-
-
 def inspect(path: Path, *args: str) -> tuple[int, dict]:
     r = run_cli("inspect", str(path), "--json", *args)
     assert "Traceback" not in r.stderr, r.stderr

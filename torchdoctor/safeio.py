@@ -15,6 +15,7 @@ import os
 import stat
 import sys
 import tempfile
+from typing import BinaryIO
 
 MiB = 1024 * 1024
 DEFAULT_READ_LIMIT = 64 * MiB
@@ -35,15 +36,8 @@ def read_bounded(path: str, limit: int = DEFAULT_READ_LIMIT, *, allow_stdin: boo
         if len(data) > limit:
             raise InputError(f"standard input is larger than {_size(limit)}")
         return data
-    try:
-        # O_NONBLOCK: opening a FIFO with no writer must not wait; fstat then refuses it anyway.
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
-    except OSError as exc:
-        raise InputError(f"cannot read {path!r}: {exc.strerror or exc}") from None
-    with os.fdopen(fd, "rb") as fh:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise InputError(f"{path!r} is not a regular file ({_kind(st.st_mode)})")
+    with open_regular(path) as fh:
+        st = os.fstat(fh.fileno())
         if st.st_size > limit:
             raise InputError(f"{path!r} is larger than {_size(limit)} ({_size(st.st_size)})")
         try:
@@ -53,6 +47,23 @@ def read_bounded(path: str, limit: int = DEFAULT_READ_LIMIT, *, allow_stdin: boo
     if len(data) > limit:  # it grew while we read it
         raise InputError(f"{path!r} is larger than {_size(limit)}")
     return data
+
+
+def open_regular(path: str) -> BinaryIO:
+    """``path`` opened for reading in binary, only if it is a regular file: a FIFO, a device or
+    a folder raises InputError. The caller bounds what it reads (a checkpoint's zip index is read
+    by seeking, not whole)."""
+    try:
+        # O_NONBLOCK: opening a FIFO with no writer must not wait; fstat then refuses it anyway.
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    except OSError as exc:
+        raise InputError(f"cannot read {path!r}: {exc.strerror or exc}") from None
+    fh = os.fdopen(fd, "rb")
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        fh.close()
+        raise InputError(f"{path!r} is not a regular file ({_kind(mode)})")
+    return fh
 
 
 def read_text_bounded(path: str, limit: int = DEFAULT_READ_LIMIT, **kw) -> str:

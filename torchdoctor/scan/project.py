@@ -10,7 +10,9 @@ needs:
 - ("mps",): the finding crashes only on an MPS device; kept as reported when some file of the
   project picks one, lowered to `low` otherwise.
 - ("saved", mode, key, …): a `torch.load` of a file; dropped when the project itself writes a
-  file of that key from CPU-only data (RNG or scheduler state, a dataset cache). With mode
+  file of that key from CPU-only data (RNG or scheduler state, a dataset cache), or when the
+  load's fixed path ("at:"/"glob:" keys) names a file the tree ships that holds no CUDA
+  tensors (committed.py reads its pickle's opcodes; one that does is named in the grounds). With mode
   "caller" (code that takes its device from a caller), lowered to `low` unless a file of the
   project that imports this one falls back to the CPU (a main.py that passes the device on).
 - ("shipped", path): a `torch.load` without `weights_only` of a fixed relative path; `low`
@@ -36,6 +38,7 @@ from functools import partial
 from typing import Any
 
 from .callsites import calls_in, passes, shadows
+from .committed import committed_locations, on_cpu
 from .confidence import lower
 from .cuda_only import CUDA_KERNEL_PACKAGES, DEVICE_RULES, cuda_only_reason
 from .model import Finding
@@ -446,6 +449,22 @@ def shipped_with(source: str, relative: str, pattern: bool = False) -> str | Non
     return None
 
 
+def _committed(source: str, keys: list[str]) -> tuple[str, frozenset[str]] | None:
+    """The shipped file a load's fixed path names ("at:" / "glob:" keys of torch_load.py) and
+    where its tensors were saved, when the tree holds it and it can be read (committed.py)."""
+    for key in keys:
+        how, _, relative = key.partition(":")
+        if how not in ("at", "glob"):
+            continue
+        found = shipped_with(source, relative, pattern=how == "glob")
+        if found is None:
+            continue
+        locations = committed_locations(found, relative, pattern=how == "glob")
+        if locations is not None:
+            return found, locations
+    return None
+
+
 def _decide(f: Finding, project: Project) -> Finding | None:
     kind, *args = f.needs or ("",)
     if kind == "mps":
@@ -456,6 +475,18 @@ def _decide(f: Finding, project: Project) -> Finding | None:
     if kind == "saved":
         if set(args[1:]) & project.cpu_saved:
             return None
+        shipped = _committed(f.path, args[1:])
+        if shipped is not None:
+            found, locations = shipped
+            if on_cpu(locations):
+                return None  # it loads on any machine as it is
+            devices = ", ".join(sorted(locations - {"cpu"}))
+            f = replace(
+                f,
+                grounds="; ".join(
+                    filter(None, [f.grounds, f"{found} holds tensors saved on {devices}"])
+                ),
+            )
         if args[0] != "caller" or f.confidence == "low":
             return f
         src = project.fallback_importer(f.path)

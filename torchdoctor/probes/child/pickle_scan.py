@@ -9,8 +9,10 @@ however named (GLOBAL, STACK_GLOBAL, INST, copyreg EXT codes), in every protocol
 
 from __future__ import annotations
 
+import contextlib
 import io
 import pickletools
+import typing
 import zipfile
 from collections import Counter
 
@@ -196,8 +198,15 @@ _OPS = {
 }
 
 
-def scan_zip(path: str) -> dict:
-    with zipfile.ZipFile(path) as zf:
+def _bounded(fh: typing.BinaryIO, limit: int | None) -> typing.BinaryIO:
+    """The stream itself, or its first `limit` bytes: a pickle longer than that ends early,
+    and the scan says it is incomplete."""
+    return fh if limit is None else io.BytesIO(fh.read(limit))
+
+
+def scan_zip(source: str | typing.BinaryIO, limit: int | None = None) -> dict:
+    """`source`: a path or an open binary file; `limit`: the most bytes of data.pkl read."""
+    with zipfile.ZipFile(source) as zf:
         names = zf.namelist()
         pkl = next((n for n in names if n.endswith("/data.pkl") or n == "data.pkl"), None)
         if pkl is None:
@@ -207,7 +216,7 @@ def scan_zip(path: str) -> dict:
             }
         scan = Scan()
         with zf.open(pkl) as fh:
-            scan.feed(io.BufferedReader(fh))
+            scan.feed(_bounded(io.BufferedReader(fh), limit))
         out = scan.to_dict()
         out["entries"] = len(names)
         return out
@@ -226,9 +235,13 @@ def is_pickle(path: str) -> bool:
     return (scan.complete and scan.ops > 1) or (len(head) > SNIFF_BYTES and scan.ops >= 1000)
 
 
-def scan_legacy(path: str) -> dict:
+def scan_legacy(source: str | typing.BinaryIO, limit: int | None = None) -> dict:
+    """`source`: a path or an open binary file; `limit`: the most bytes read."""
     scan = Scan()
-    with open(path, "rb") as fh:
+    with contextlib.ExitStack() as stack:
+        if isinstance(source, str):
+            source = stack.enter_context(open(source, "rb"))
+        fh = _bounded(source, limit)
         first = scan.feed(fh)
         magic_ok = first == TORCH_MAGIC
         for _ in range(LEGACY_PICKLES - 1 if magic_ok else 0):

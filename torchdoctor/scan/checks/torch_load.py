@@ -70,9 +70,14 @@ def _load_keys(ctx: Context, node: ast.Call) -> list[str]:
 
 
 def _saved_needs(ctx: Context, node: ast.Call, mode: str) -> tuple[str, ...] | None:
-    """project.py decides: dropped for a file the project saves from CPU data; with mode
-    "caller", kept only where a file that imports this one falls back to the CPU."""
+    """project.py decides: dropped for a file the project saves from CPU data, or for one
+    the scanned tree ships (a fixed relative path: "at:" or "glob:") that holds no CUDA tensors
+    (committed.py); with mode "caller", kept only where a file that imports this one falls back
+    to the CPU."""
     keys = _load_keys(ctx, node)
+    shipped = _fixed_relative_path(ctx, node)
+    if shipped is not None:
+        keys.append(("glob:" if shipped[1:] == ("glob",) else "at:") + shipped[0])
     return ("saved", mode, *keys) if keys or mode == "caller" else None
 
 
