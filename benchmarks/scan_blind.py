@@ -230,6 +230,11 @@ KIND_RULES: dict[str, frozenset[str]] = {
     # sets 161-168, mapped before their scoring: a batch copied to the host by
     # `.type(torch.FloatTensor)` and uploaded again every step (no rule reads it)
     "device-roundtrip-cast": frozenset(),
+    # sets 169-176, mapped before their scoring, none a rule reads: layers of an accelerate
+    # device_map promoted to GPU 0 after the file built a CPU-only map (gguf-connector); a
+    # device string with a space in it, `torch.device('cuda: 0')`, which torch refuses (CTGCN)
+    "gpu-index-device-map": frozenset(),
+    "invalid-device-string": frozenset(),
 }
 # Label rows the labeller gave one root cause (method.md): recall is also counted per root.
 ONE_ROOT = {("lllyasviel/Fooocus", "ldm_patched/modules/model_management.py")}
