@@ -40,6 +40,9 @@ CUDA_KERNEL_PACKAGES: dict[str, str] = {
     # gsplat: no CPU, AMD or MPS kernels (nerfstudio-project/gsplat#635, #163)
     "gsplat": "gsplat",
     "nvdiffrast": "nvdiffrast",  # NVIDIA's rasterizer: CUDAExtension / OpenGL on NVIDIA
+    # PointNet++'s ops (erikwijmans/Pointnet2_PyTorch, vendored widely): every kernel raises
+    # "CPU not supported" on a CPU tensor; pointMLP-pytorch's models, set 176
+    "pointnet2_ops": "PointNet++ ops (pointnet2_ops)",
 }
 
 KERNELS = "imports a package of CUDA kernels"
