@@ -6,9 +6,10 @@ from __future__ import annotations
 import ast
 import glob
 import re
+from itertools import pairwise
 from typing import Any
 
-from ..astutil import assigned_values, dotted
+from ..astutil import assigned_values, dotted, parent_map
 from ..context import DEVICE_VARIABLE, Check, Context
 from ..model import Edit
 from ..saved_files import path_argument, path_keys
@@ -172,6 +173,73 @@ def _packaged(ctx: Context, node: ast.Call) -> bool:
     )
 
 
+# Calls that only assemble a path: two of them name the same file only if they read the same.
+PATH_BUILDERS = frozenset(["os.path.join", "path.join", "join", "Path", "pathlib.Path", "str"])
+LOOPS = (ast.For, ast.AsyncFor, ast.While)
+
+
+def _path_key(scope: ast.AST, expr: ast.expr | None) -> str | None:
+    """What a save and a load must share to name the same file: the expression's text (a
+    name the scope assigns once stands for what it assigns), or the project function that
+    builds the path, whatever its arguments (tgn's `get_checkpoint_path(epoch)`)."""
+    if isinstance(expr, ast.Name):
+        values = assigned_values(scope, expr.id)
+        if len(values) == 1:
+            expr = values[0]
+    if expr is None:
+        return None
+    if isinstance(expr, ast.Call) and dotted(expr.func) and dotted(expr.func) not in PATH_BUILDERS:
+        return "call:" + dotted(expr.func)
+    return ast.unparse(expr)
+
+
+def _in_same_run(ctx: Context, node: ast.Call) -> bool:
+    """The load reads a file the same code wrote a moment before with torch.save, from the
+    device it trains on, so it loads back onto that device: the save sits in a loop that also
+    holds the load (tgn's early stopping reloads the best epoch's file; set 176), or in a loop
+    the load follows in the same block (CTGCN reloads its best model after training). A load
+    before the loop, or in another branch, reads an earlier run's file: still flagged."""
+    scope = ctx.func.node if ctx.func is not None else ctx.module
+    key = f"saves:{id(scope)}"
+    if key not in ctx.memo:
+        saves = [
+            n
+            for n in ast.walk(scope)
+            if isinstance(n, ast.Call) and dotted(n.func).endswith("torch.save") and len(n.args) > 1
+        ]
+        ctx.memo[key] = (saves, parent_map(scope) if saves else {})
+    saves, parents = ctx.memo[key]
+    wanted = _path_key(scope, path_argument(node, 0, "f"))
+    if wanted is None:
+        return False
+    return any(
+        _path_key(scope, save.args[1]) == wanted and _loop_before(parents, save, node)
+        for save in saves
+    )
+
+
+def _loop_before(parents: dict[int, ast.AST], save: ast.AST, load: ast.AST) -> bool:
+    """Is `save` in a loop that holds `load`, or that ends before `load` in the same block?"""
+    up = [load]
+    while id(up[-1]) in parents:
+        up.append(parents[id(up[-1])])
+    loop = parents.get(id(save))
+    while loop is not None and not isinstance(loop, LOOPS):
+        loop = parents.get(id(loop))
+    if loop is None:
+        return False
+    if any(a is loop for a in up):
+        return True
+    block = parents.get(id(loop))
+    for child, owner in pairwise(up):
+        if owner is block:
+            return any(
+                isinstance(stmts, list) and loop in stmts and child in stmts
+                for stmts in vars(owner).values()
+            ) and getattr(child, "lineno", 0) > getattr(loop, "end_lineno", 0)
+    return False
+
+
 def _saves_by_mistake(node: ast.Call) -> bool:
     """`torch.load(model.state_dict(), path)`: a `torch.save` misspelt. The call raises before
     it reads a byte, so neither map_location nor weights_only is the fix (Deep-RL-with-pytorch's
@@ -218,7 +286,7 @@ def _torch_load(ctx: Context, node: ast.Call) -> None:
         return
     # Under `if use_cuda:` the load runs where CUDA is (Wav2Lip's _load maps to the CPU in its
     # else branch): map_location is moot there; weights_only is not.
-    cpu_state = _cpu_only_state(ctx, node)
+    cpu_state = _cpu_only_state(ctx, node) or _in_same_run(ctx, node)
     if "map_location" not in kw and len(node.args) < 2 and not ctx.guard and not cpu_state:
         if ctx.device_in_scope(node):
             target, edit = DEVICE_VARIABLE, True
