@@ -64,6 +64,17 @@ def test_glob_of_committed_files_one_saved_on_cuda_keeps_the_finding(tmp_path, c
     assert _td101(scan_tree(tmp_path, {"run.py": script})) == []
 
 
+def test_more_files_than_the_glob_reads_say_nothing(tmp_path, ckpts, monkeypatch):
+    """More files under a glob than the scan reads (MAX_MATCHES, lowered here to two): the one
+    not read could be a GPU's, so the finding stays even though every file read is CPU."""
+    monkeypatch.setattr(committed, "MAX_MATCHES", 2)
+    (tmp_path / "data").mkdir()
+    for name in ("a.pt", "b.pt", "c.pt"):
+        shutil.copy(ckpts / "cpu_state_dict.pt", tmp_path / "data" / name)
+    script = SCRIPT.replace('os.path.join(DIR, "expert-data.pt")', 'f"data/{split}.pt"')
+    assert _td101(scan_tree(tmp_path, {"run.py": script})) == [("run.py", 5)]
+
+
 def test_load_of_a_file_the_tree_does_not_ship_is_still_flagged(tmp_path):
     assert _td101(scan_tree(tmp_path, {"run.py": SCRIPT})) == [("run.py", 5)]
 

@@ -33,7 +33,7 @@ UNREADABLE = (
     InputError, OSError, EOFError, ValueError, RuntimeError, NotImplementedError,
     zipfile.BadZipFile, zlib.error, struct.error, OverflowError,
 )  # fmt: skip
-# Files a glob of the load's path may name, looked at (`f"data/{split}.pt"`).
+# Files a glob of the load's path may name, read (`f"data/{split}.pt"`); more say nothing.
 MAX_MATCHES = 16
 
 
@@ -76,7 +76,9 @@ def committed_locations(found: str, relative: str, pattern: bool) -> frozenset[s
     files = [found]
     if pattern:
         name = os.path.join(glob.escape(os.path.dirname(found)), os.path.basename(relative))
-        files = sorted(glob.glob(name))[:MAX_MATCHES] or files
+        files = glob.glob(name) or files
+        if len(files) > MAX_MATCHES:
+            return None  # the ones not read could hold CUDA tensors
     held: set[str] = set()
     for path in files:
         locations = saved_locations(path)
