@@ -57,10 +57,12 @@ def test_ctrl_c_in_the_first_50_ms_and_later_is_exit_130_in_one_line(delay_ms):
 @pytest.mark.skipif(os.name != "posix", reason="POSIX signals")
 @pytest.mark.parametrize("delay_ms", [50, 1000])
 def test_ctrl_c_while_the_probe_runs_is_exit_130_in_one_line(delay_ms, tmp_path):
-    # An interpreter that takes 5 s to start: the probe is surely running when Ctrl-C comes (on
-    # a quiet machine a whole `check --no-smoke` can end within the second).
+    # An interpreter that takes 60 s to start: the probe is surely running when Ctrl-C comes (on
+    # a quiet machine a whole `check --no-smoke` can end within the second; with 5 s, a CI run
+    # whose test process was starved that long once saw the check end first: exit 0, no line).
+    # The interrupted probe's process group is killed, so the sleep costs nothing.
     slow = tmp_path / "python"
-    slow.write_text(f'#!/bin/sh\nsleep 5\nexec "{sys.executable}" "$@"\n')
+    slow.write_text(f'#!/bin/sh\nsleep 60\nexec "{sys.executable}" "$@"\n')
     slow.chmod(0o755)
     rc, err = interrupted_after(delay_ms / 1000, "check", "--no-smoke", "--python", str(slow))
     assert (rc, err) == (130, "Interrupted.\n")
