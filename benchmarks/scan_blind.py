@@ -385,6 +385,11 @@ def scan_repo(
     if confidence:
         cmd += ["--confidence", confidence]
     proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True, check=False)
+    if proc.returncode == 2 and proc.stderr.count("\n") == 1:
+        # The scan refused the tree in one line (a pyproject.toml that is not valid TOML, as
+        # set 179's contractive-diffusion-policy ships): what a user gets is no findings.
+        print(f"refused ({confidence or 'default'}): {repo}: {proc.stderr.strip()}")
+        return []
     if proc.returncode != 0:
         sys.exit(f"scan of {root} failed ({proc.returncode}): {proc.stderr[-2000:]}")
     doc = json.loads(proc.stdout)
