@@ -286,8 +286,9 @@ def _torch_load(ctx: Context, node: ast.Call) -> None:
         return
     # Under `if use_cuda:` the load runs where CUDA is (Wav2Lip's _load maps to the CPU in its
     # else branch): map_location is moot there; weights_only is not.
-    cpu_state = _cpu_only_state(ctx, node) or _in_same_run(ctx, node)
-    if "map_location" not in kw and len(node.args) < 2 and not ctx.guard and not cpu_state:
+    bare = "map_location" not in kw and len(node.args) < 2 and not ctx.guard
+    # the same-run test walks the function: asked only of a load that lacks map_location
+    if bare and not _cpu_only_state(ctx, node) and not _in_same_run(ctx, node):
         if ctx.device_in_scope(node):
             target, edit = DEVICE_VARIABLE, True
         else:
@@ -331,6 +332,14 @@ def _weights_only(ctx: Context, node: ast.Call, kw: set[str | None], edit: Edit 
 
 
 def _fixed_relative_path(ctx: Context, node: ast.Call) -> tuple[str, ...] | None:
+    """_fixed_path, once per load: TD101 and TD102 both ask it of a load that lacks both."""
+    key = f"fixed:{id(node)}"
+    if key not in ctx.memo:
+        ctx.memo[key] = _fixed_path(ctx, node)
+    return ctx.memo[key]  # type: ignore[return-value]
+
+
+def _fixed_path(ctx: Context, node: ast.Call) -> tuple[str, ...] | None:
     """The path a load reads when the code fixes it and it is relative, for the project view
     to look up in the scanned tree (project.py, "shipped"): a string literal, or a name the
     function assigns only that literal; `os.path.join(HERE, "a.pt")` where the module binds
