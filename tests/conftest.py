@@ -70,6 +70,24 @@ def torch_installed() -> bool:
 
 needs_torch = pytest.mark.skipif(not torch_installed(), reason="torch is not installed here")
 
+# Hides every GPU from CUDA (NVML still sees them): a CUDA torch then sees no device, as on a
+# machine without one, so a test of that case holds on a GPU machine too.
+NO_GPU = {"CUDA_VISIBLE_DEVICES": ""}
+
+
+@functools.cache
+def nvml_gpu_count() -> int:
+    from torchdoctor.probes import nvml
+
+    info = nvml.gather()
+    return int(info.get("device_count") or 0) if info.get("status") == "ok" else 0
+
+
+# For what only a machine without a GPU shows (a GPU machine is the subject of tests/test_gpu.py)
+on_a_cpu_machine = pytest.mark.skipif(
+    nvml_gpu_count() > 0, reason="NVML sees a GPU here: this test is about a machine without one"
+)
+
 
 @pytest.fixture(scope="session")
 def ckpts(tmp_path_factory) -> Path:
@@ -77,8 +95,13 @@ def ckpts(tmp_path_factory) -> Path:
     if not torch_installed():
         pytest.skip("torch is not installed here")
     out = tmp_path_factory.mktemp("ckpt")
+    # GPU hidden: DataParallel would move its module to cuda:0 (tests/facts/cuda_checkpoints holds
+    # files saved from a real GPU)
     subprocess.run(
-        [sys.executable, str(REPO / "tests" / "ckpt_factory.py"), str(out)], check=True, timeout=120
+        [sys.executable, str(REPO / "tests" / "ckpt_factory.py"), str(out)],
+        check=True,
+        timeout=120,
+        env={**os.environ, **NO_GPU},
     )
     return out
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from .conftest import FACTS_DIR, needs_torch, run_cli
+from .conftest import FACTS_DIR, NO_GPU, needs_torch, on_a_cpu_machine, run_cli
 
 SCHEMA = json.loads(
     resources.files("torchdoctor").joinpath("schema/report.schema.json").read_text()
@@ -35,6 +35,7 @@ def no_traceback(proc) -> None:
 
 
 @needs_torch
+@on_a_cpu_machine
 def test_check_passes_on_this_cpu_machine():
     proc = run_cli("check", "--json", "--no-smoke")
     no_traceback(proc)
@@ -48,7 +49,7 @@ def test_check_passes_on_this_cpu_machine():
 
 @needs_torch
 def test_expect_cuda_fails_clearly_on_this_cpu_machine():
-    proc = run_cli("check", "--expect", "cuda", "--no-smoke")
+    proc = run_cli("check", "--expect", "cuda", "--no-smoke", env=NO_GPU)
     no_traceback(proc)
     assert proc.returncode == 1
     assert "✗ cuda.available" in proc.stdout

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
 import sys
 import zipfile
@@ -16,11 +17,11 @@ from torchdoctor.inspect.checkpoint import dangerous_globals
 from torchdoctor.inspect.weights_only import WEIGHTS_ONLY_ALLOWED
 from torchdoctor.probes.child import pickle_scan
 
-from .conftest import REPO, REPORT_SCHEMA, needs_torch, run_cli
+from .conftest import NO_GPU, REPO, REPORT_SCHEMA, needs_torch, run_cli
 
 
 def inspect(path: Path, *args: str) -> tuple[int, dict]:
-    r = run_cli("inspect", str(path), "--json", *args)
+    r = run_cli("inspect", str(path), "--json", *args, env=NO_GPU)  # as where no GPU is
     assert "Traceback" not in r.stderr, r.stderr
     doc = json.loads(r.stdout)
     jsonschema.Draft202012Validator(REPORT_SCHEMA).validate(doc)  # the shared contract
@@ -47,6 +48,7 @@ def test_crafted_cuda_checkpoint_really_fails_a_plain_load(ckpts):
         capture_output=True,
         text=True,
         timeout=120,
+        env={**os.environ, **NO_GPU},
     )
     assert r.returncode != 0 and "Attempting to deserialize object on a CUDA device" in r.stderr
 

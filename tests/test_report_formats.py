@@ -5,6 +5,7 @@ format. Run as a user runs them: a real subprocess (run_cli)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -15,7 +16,7 @@ import pytest
 
 from torchdoctor.cluster import fleet
 
-from .conftest import FACTS_DIR, REPO, needs_torch, run_cli
+from .conftest import FACTS_DIR, NO_GPU, REPO, needs_torch, run_cli
 from .test_dist_fleet import cluster
 
 FORMATS = ("text", "json", "markdown", "junit", "sarif")
@@ -79,10 +80,11 @@ def test_inspect_sarif_points_at_the_checkpoint_and_o_writes_it(tmp_path):
         [sys.executable, str(REPO / "tests" / "ckpt_factory.py"), str(tmp_path)],
         check=True,
         timeout=120,
+        env={**os.environ, **NO_GPU},
     )
     ckpt = tmp_path / "cuda_state_dict.pt"
     out = tmp_path / "inspect.sarif"
-    r = run_cli("inspect", str(ckpt), "--format", "sarif", "-o", str(out), cwd=tmp_path)
+    r = run_cli("inspect", str(ckpt), "--format", "sarif", "-o", str(out), cwd=tmp_path, env=NO_GPU)
     assert r.returncode == 1, r.stderr  # it does not load here as it is, in any format
     log = json.loads(out.read_text())
     assert out.read_text() == r.stdout
