@@ -18,6 +18,10 @@ import torchdoctor  # noqa: E402
 from torchdoctor.export import audit as export_audit  # noqa: E402
 
 ONNX_MISSING = export_audit.missing_onnx_packages()
+# A graph baked for the CPU and run on CUDA: not run where there is no GPU, a failed run where
+# there is one (both seen: this machine, and a lent H100 with torch 2.11.0+cu130)
+CUDA = torch.cuda.is_available()
+RUN_ON_CUDA = "export.mismatch" if CUDA else "export.not-run"
 VIAS = [
     "torch.export",
     pytest.param(
@@ -113,6 +117,7 @@ def test_clean_model_has_no_finding(name, via):
 
 
 @pytest.mark.parametrize("via", VIAS)
+@pytest.mark.skipif(CUDA, reason="with a GPU, DataParallel runs a CPU module only on cuda:0")
 def test_data_parallel_wrapper_is_named_and_the_inner_module_exported(via):
     findings = torchdoctor.audit_export(nn.DataParallel(Mlp().eval()), X, via=via)
     assert ids(findings) == ["export.data-parallel"]
@@ -139,7 +144,13 @@ def test_mixed_devices_named_by_device_and_the_failed_export_explained(via):
     }
     failed = by_id(findings, "export.failed")
     assert failed.module == "fc2"
-    assert "Expected all tensors to be on the same device" in failed.message
+    assert failed.details["cause"].startswith("mixed devices")
+    # torch 2.13's words; 2.11 said "Unhandled FakeTensor Device Propagation ... found two
+    # different devices cpu, meta" (an H100's torch)
+    assert (
+        "Expected all tensors to be on the same device" in failed.message
+        or "found two different devices" in failed.message
+    )
     assert failed.details["cause"].startswith("mixed devices")
     assert failed.details["operator"].startswith("aten.")
 
@@ -272,12 +283,16 @@ class MovesToCpu(nn.Module):
 )
 def test_graph_baked_on_cpu_for_a_cuda_target(model, source):
     findings = torchdoctor.audit_export(model().eval(), X, via="torch.export", target="cuda")
-    assert ids(findings) == ["export.baked-device", "export.not-run"]
+    assert ids(findings) == ["export.baked-device", RUN_ON_CUDA]
     baked = findings[0]
     assert baked.devices == ["cpu"]
     assert baked.details["code"] == source
     assert baked.details["location"].startswith(__file__)
-    assert findings[1].level == "note"  # no CUDA here to run it on
+    if CUDA:  # it ran there and failed: the baked device is named as the cause (seen on an H100)
+        assert "does not run on cuda" in findings[1].message
+        assert "export.baked-device" in findings[1].message
+    else:
+        assert findings[1].level == "note"  # no CUDA here to run it on
     # The same graph is fine for the device it was baked on.
     assert torchdoctor.audit_export(model().eval(), X, via="torch.export") == []
 
@@ -287,6 +302,33 @@ def test_graph_baked_on_cpu_for_a_cuda_target(model, source):
 def test_onnx_graphs_carry_no_device_so_nothing_is_baked():
     findings = torchdoctor.audit_export(FactoryOnInputDevice().eval(), X, via="onnx", target="cuda")
     assert ids(findings) == ["export.not-run"]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(bool(ONNX_MISSING), reason="onnx extra not installed")
+def test_specified_provider_cudaexecutionprovider_is_not_in_available_provider_names(monkeypatch):
+    """On an H100 with the CPU package `onnxruntime`, ONNX Runtime only warned "Specified provider
+    'CUDAExecutionProvider' is not in available provider names", ran the model on the CPU and the
+    CUDA audit came back clean. Now it says the model was not run on CUDA, and why."""
+    import onnxruntime
+
+    monkeypatch.setattr(export_audit, "target_available", lambda target: None)  # a GPU is there
+    monkeypatch.setattr(onnxruntime, "get_available_providers", lambda: ["CPUExecutionProvider"])
+    findings = torchdoctor.audit_export(Mlp().eval(), X, via="onnx", target="cuda")
+    assert ids(findings) == ["export.not-run"]
+    assert "no CUDAExecutionProvider" in findings[0].message
+    assert findings[0].remedies[0].commands == (
+        "pip uninstall -y onnxruntime",
+        "pip install onnxruntime-gpu",
+    )
+
+
+def test_a_failed_run_on_the_target_names_the_baked_device_as_its_cause():
+    from torchdoctor.export.compare import mismatch
+
+    error = {"error": "RuntimeError: Expected all tensors to be on the same device"}
+    assert "export.baked-device" in mismatch("cuda", "torch.export", error, baked=True).message
+    assert "export.baked-device" not in mismatch("cuda", "torch.export", error).message
 
 
 class PythonRandom(nn.Module):
@@ -408,6 +450,6 @@ def test_tensor_attribute_captured_as_a_cpu_constant_for_a_cuda_target():
             return self.fc(x) + self.offset
 
     findings = torchdoctor.audit_export(Offset().eval(), X, target="cuda")
-    assert ids(findings) == ["export.baked-device", "export.not-run"]
+    assert ids(findings) == ["export.baked-device", RUN_ON_CUDA]
     assert findings[0].details == {"constant": "offset"}
     assert findings[0].remedies[0].text.startswith("Register the tensor as a buffer")

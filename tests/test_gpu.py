@@ -48,3 +48,16 @@ def test_nvml_and_torch_agree_on_the_devices():
     assert facts["torch"]["cuda"]["device_count"] >= 1
     names = {d["name"] for d in facts["nvml"]["devices"]}
     assert facts["torch"]["cuda"]["devices"][0]["name"] in names
+
+
+def test_data_parallel_on_the_gpu_is_named_and_its_inner_module_exported():
+    """The CPU tests wrap a CPU module, which DataParallel runs only where there is no GPU."""
+    import torch
+    from torch import nn
+
+    import torchdoctor
+
+    model = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2)).cuda().eval()
+    x = torch.randn(5, 4, device="cuda")
+    findings = torchdoctor.audit_export(nn.DataParallel(model), x, target="cuda")
+    assert [f.id for f in findings] == ["export.data-parallel"], findings

@@ -23,7 +23,14 @@ from torch import nn
 
 from ..report.result import Remedy
 from .checklist import checklist, unwrap
-from .compare import compare, mismatch, run_onnx, run_torch_export, tensor_leaves
+from .compare import (
+    compare,
+    mismatch,
+    onnx_cannot_run,
+    run_onnx,
+    run_torch_export,
+    tensor_leaves,
+)
 from .devices import baked_devices
 from .diagnose import failed, short_message
 from .model_audit import AuditFinding
@@ -85,8 +92,18 @@ def _not_run(target: str, why: str) -> AuditFinding:
         f"the exported program was not run on {target}: {why}, so eager and exported outputs "
         "were not compared.",
         level="note",
-        remedies=[Remedy(f"Run the audit on a machine with {target}.")],
+        remedies=[_run_remedy(target, why)],
     )
+
+
+def _run_remedy(target: str, why: str) -> Remedy:
+    if "onnxruntime-gpu" in why:  # compare.onnx_cannot_run: the CPU package on a CUDA machine
+        return Remedy(
+            "Replace the CPU package of ONNX Runtime with its CUDA build (both install the same "
+            "`onnxruntime` module, so remove the first).",
+            ("pip uninstall -y onnxruntime", "pip install onnxruntime-gpu"),
+        )
+    return Remedy(f"Run the audit on a machine with {target}.")
 
 
 def _unavailable(missing: list[str]) -> AuditFinding:
@@ -177,6 +194,8 @@ def audit_export(
                 findings += baked_devices(program, target)
         with phase("run"):
             why = eager_problem or target_available(target)
+            if not why and onnx_path is not None:
+                why = onnx_cannot_run(target)
             if why:
                 return ExportAudit([*findings, _not_run(target, why)], phase.timings)
             try:
@@ -188,5 +207,6 @@ def audit_export(
             except Exception as exc:  # noqa: BLE001 - not running on the target is the finding
                 detail = {"error": short_message(exc)}
             if detail:
-                findings.append(mismatch(target, via, detail))
+                baked = any(f.id == "export.baked-device" for f in findings)
+                findings.append(mismatch(target, via, detail, baked))
     return ExportAudit(findings, phase.timings)

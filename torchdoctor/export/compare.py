@@ -65,20 +65,44 @@ def run_torch_export(program, args, kwargs, target: str) -> list[Any]:
         return tensor_leaves(module(*_to(args, target), **_to(kwargs, target)))
 
 
+# ONNX Runtime's execution provider for each target this audit runs ONNX models on
+PROVIDERS = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider"}
+
+
+def onnx_cannot_run(target: str) -> str | None:
+    """Why ONNX Runtime cannot run on ``target`` here (None: it can). Asked with a provider it
+    lacks, ONNX Runtime only warns and runs on the CPU: a CUDA audit would compare CPU outputs."""
+    import onnxruntime as ort
+
+    provider = PROVIDERS.get(torch.device(target).type)
+    if provider is None:
+        return f"this audit runs ONNX models on {' or '.join(PROVIDERS)} only"
+    if provider not in ort.get_available_providers():
+        return (
+            f"this onnxruntime has no {provider} (the `onnxruntime` package runs on the CPU; "
+            "`onnxruntime-gpu` runs on CUDA)"
+        )
+    return None
+
+
 def run_onnx(path: Path, args, kwargs, target: str) -> list[Any]:
     import onnxruntime as ort
 
-    provider = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider"}.get(
-        torch.device(target).type
-    )
+    provider = PROVIDERS[torch.device(target).type]
     session = ort.InferenceSession(str(path), providers=[provider])
     feeds = [t.detach().cpu().numpy() for t in tensor_leaves((args, kwargs))]
     names = [i.name for i in session.get_inputs()]
     return session.run(None, dict(zip(names, feeds, strict=False)))
 
 
-def mismatch(target: str, via: str, detail: dict[str, Any]) -> AuditFinding:
-    if "error" in detail:
+def mismatch(target: str, via: str, detail: dict[str, Any], baked: bool = False) -> AuditFinding:
+    """``baked``: the graph pins another device (export.baked-device), the likely cause of an
+    error on the target."""
+    if "error" in detail and baked:
+        what = f"does not run on {target}: {detail['error']}"
+        why = "The device baked into the graph (export.baked-device) meets the target's tensors."
+        fix = "Fix what export.baked-device names, then export again."
+    elif "error" in detail:
         what = f"does not run on {target}: {detail['error']}"
         why = "A dtype or operator the target's runtime lacks is the usual cause."
         fix = "Export the float32 model (model.float()), or replace the operator the error names."
