@@ -93,6 +93,12 @@ OTHER = {
     "td101.load_cuda_saved_map_cpu": "torch.load(CUDA_CKPT, map_location='cpu')",
     "td202.dataparallel_no_cuda_call": "torch.nn.DataParallel(torch.nn.Linear(2, 2))(torch.ones(1, 2))",
     "td601.double_on_cuda": "torch.ones(3, device='cuda').double().cpu()",
+    # TD008: what the torch.xpu / torch.mps branch of a `hasattr` test does without the backend
+    "td008.xpu_stream": "torch.xpu.stream(object()).__enter__()",
+    "td008.xpu_stream_none": "torch.xpu.stream(None).__enter__()",
+    "td008.xpu_synchronize": "torch.xpu.synchronize()",
+    "td008.xpu_empty_cache": "torch.xpu.empty_cache()",
+    "td008.mps_empty_cache": "torch.mps.empty_cache()",
 }
 
 

@@ -3,6 +3,8 @@
 tests/facts/device_claims/ holds three recordings of the same snippets: a CPU-only torch 2.13
 (this machine; what every Mac has), torch 2.11.0+cu130 on an H200 with the GPU hidden
 (CUDA_VISIBLE_DEVICES=''), and the same torch with the H200 visible (lent once, 2026-11-26).
+Both CUDA recordings were made again on an H100 (2026-11-27) with the TD008 snippets added: every
+earlier snippet gave the same outcome there.
 A rule that says "this raises" must agree with what raised; one that stays quiet, with what ran.
 """
 
@@ -130,3 +132,18 @@ def test_td502_pinned_memory_without_an_accelerator():
         CPU["td502.dataloader_pinned"]["ok"]
         and "pin_memory" in (CPU["td502.dataloader_pinned"]["warning"])
     )
+
+
+def test_td008_torch_xpu_stream_raises_on_the_gpu_and_does_nothing_on_the_cpu():
+    """StreamContext takes the current accelerator's device for its own: CUDA's on a GPU
+    machine, where it then asks torch.xpu for a stream. TD008 reports the branch as raising."""
+    assert CPU["td008.xpu_stream"]["ok"] and NO_GPU["td008.xpu_stream"]["ok"]
+    assert GPU["td008.xpu_stream"]["error"] == "AssertionError: Torch not compiled with XPU enabled"
+    assert all(m["td008.xpu_stream_none"]["ok"] for m in (CPU, NO_GPU, GPU))  # None: no-op
+    for m in (CPU, NO_GPU, GPU):
+        assert not m["td008.xpu_synchronize"]["ok"] and m["td008.xpu_empty_cache"]["ok"]
+        assert "without MPS backend" in m["td008.mps_empty_cache"]["error"]
+    src = "with torch.xpu.stream(s) if hasattr(torch, 'xpu') else torch.cuda.stream(s):\n    pass"
+    found, _ = scan_source("m.py", "import torch\n" + src + "\n", ScanOptions(), None)
+    assert [(f.rule, f.confidence) for f in found] == [("TD008", "high")]
+    assert "raises 'Torch not compiled with XPU enabled' on a CUDA machine" in found[0].message

@@ -57,8 +57,10 @@ OUTCOME = {
     "mps": ("MPS", "Linux and Windows", "'Cannot execute ... without MPS backend'"),
 }
 FIX = {"xpu": "torch.xpu.is_available()", "mps": "torch.backends.mps.is_available()"}
-# calls that run without the backend and do nothing there
-NO_OPS = frozenset(["xpu.stream", "xpu.StreamContext"])
+# Stream contexts: a no-op on a CPU machine, but on a CUDA machine StreamContext takes CUDA's
+# current device for its own and asks torch.xpu for a stream, which raises (recorded on an H100,
+# torch 2.11.0+cu130: tests/facts/device_claims)
+STREAMS = frozenset(["xpu.stream", "xpu.StreamContext"])
 # a test inside the branch that does ask (`if torch.xpu.is_available():`)
 ASKS = ("is_available", "device_count")
 
@@ -124,18 +126,18 @@ def on_test(ctx: Context, node: ast.If | ast.IfExp) -> None:
             continue
         backend = NAMESPACES[key]
         name, where, raises = OUTCOME[backend]
-        outcome, confidence = f"raises {raises}", "high"
-        if isinstance(used, ast.Call) and ctx.torch_call(used) in NO_OPS:
-            # StreamContext does nothing where torch.xpu has no device (torch 2.13's source)
-            outcome = f"`{dotted(used.func)}(...)` does nothing there: the side stream is unused"
-            confidence = "medium"
+        outcome = f"raises {raises}"
+        if isinstance(used, ast.Call) and ctx.torch_call(used) in STREAMS:
+            outcome = (
+                f"`{dotted(used.func)}(...)` raises {raises} on a CUDA machine (it does nothing "
+                "on the CPU)"
+            )
         ctx.report(
             "TD008",
             atom,
             f"`{ast.unparse(atom)}` is true in every torch build since {SINCE[key]}, without "
             f"{name} support too: the branch runs on {where} and {outcome}",
             f"test `{FIX[backend]}`",
-            confidence=confidence,
         )
         return
 
