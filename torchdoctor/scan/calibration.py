@@ -174,8 +174,9 @@ def below_bar(rule: str, fallback: bool, portable: bool, saves: bool = False) ->
 
 
 def calibrated(f: Finding, summary: FileSummary | None, portable: bool) -> Finding:
-    """The finding at the confidence its class earned; its own grounds kept when already low."""
-    if f.confidence == "low":
+    """The finding at the confidence its class earned; its own grounds kept when already low or
+    when the tree proves it (Finding.proven)."""
+    if f.confidence == "low" or f.proven:
         return f
     fallback = summary is not None and summary.fallback
     saves = summary is not None and summary.saves

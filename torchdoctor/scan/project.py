@@ -486,6 +486,8 @@ def _decide(f: Finding, project: Project) -> Finding | None:
                 grounds="; ".join(
                     filter(None, [f.grounds, f"{found} holds tensors saved on {devices}"])
                 ),
+                # high: the file falls back to the CPU, where this very file fails to load
+                proven=f.confidence == "high",
             )
         if args[0] != "caller" or f.confidence == "low":
             return f
