@@ -75,6 +75,17 @@ needs_torch = pytest.mark.skipif(not torch_installed(), reason="torch is not ins
 NO_GPU = {"CUDA_VISIBLE_DEVICES": ""}
 
 
+def plain_load(path: Path) -> subprocess.CompletedProcess:
+    """`torch.load(path)` with no map_location, in a child process that sees no GPU."""
+    return subprocess.run(
+        [sys.executable, "-c", f"import torch; torch.load({str(path)!r})"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, **NO_GPU},
+    )
+
+
 @functools.cache
 def nvml_gpu_count() -> int:
     from torchdoctor.probes import nvml

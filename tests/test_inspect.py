@@ -17,7 +17,7 @@ from torchdoctor.inspect.checkpoint import dangerous_globals
 from torchdoctor.inspect.weights_only import WEIGHTS_ONLY_ALLOWED
 from torchdoctor.probes.child import pickle_scan
 
-from .conftest import NO_GPU, REPO, REPORT_SCHEMA, needs_torch, run_cli
+from .conftest import NO_GPU, REPO, REPORT_SCHEMA, needs_torch, plain_load, run_cli
 
 
 def inspect(path: Path, *args: str) -> tuple[int, dict]:
@@ -43,13 +43,7 @@ def test_inspect_findings_carry_ids_and_can_be_silenced(ckpts):
 
 @needs_torch
 def test_crafted_cuda_checkpoint_really_fails_a_plain_load(ckpts):
-    r = subprocess.run(
-        [sys.executable, "-c", f"import torch; torch.load({str(ckpts / 'cuda_state_dict.pt')!r})"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, **NO_GPU},
-    )
+    r = plain_load(ckpts / "cuda_state_dict.pt")
     assert r.returncode != 0 and "Attempting to deserialize object on a CUDA device" in r.stderr
 
 
@@ -209,7 +203,6 @@ class _Evil:
     """Pickles as a call to os.system; pickle.dumps only records it, nothing runs."""
 
     def __reduce__(self):
-        import os
 
         return (os.system, ("touch SHOULD_NOT_EXIST",))
 
@@ -268,7 +261,6 @@ def test_every_global_outside_weights_only_is_flagged_in_every_protocol(protocol
 
 
 def test_real_pickler_output_is_judged_in_every_protocol():
-    import os
     import pickle
 
     class Call:

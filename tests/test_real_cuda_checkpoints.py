@@ -10,16 +10,13 @@ the crafted files are what a GPU writes.
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 
 import pytest
 
 from torchdoctor.scan import committed
 
-from .conftest import FACTS_DIR, NO_GPU, needs_torch, run_cli
+from .conftest import FACTS_DIR, NO_GPU, needs_torch, plain_load, run_cli
 from .scan_tree import scan_tree
 
 REAL = FACTS_DIR / "cuda_checkpoints"
@@ -58,14 +55,7 @@ def test_inspect_says_a_real_gpu_checkpoint_does_not_load_here_and_how_to_load_i
 @needs_torch
 def test_attempting_to_deserialize_object_on_a_cuda_device_from_the_real_file():
     """What inspect and TD101 predict: a plain torch.load of it raises where no GPU is seen."""
-    load = f"import torch; torch.load({str(REAL / 'state_dict_cuda.pt')!r})"
-    r = subprocess.run(
-        [sys.executable, "-c", load],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, **NO_GPU},
-    )
+    r = plain_load(REAL / "state_dict_cuda.pt")
     assert r.returncode != 0 and "Attempting to deserialize object on a CUDA device" in r.stderr
 
 
