@@ -99,3 +99,56 @@ def test_what_the_rule_says_raises_does_raise_on_this_torch():
     else:
         with torch.xpu.stream(object()):  # a no-op on the CPU
             pass
+
+
+# ainem-m/segmentation_w_mps (blind set 177): a Mac-only child process whose MPS gate raises
+# unless MPS is available, then times its work with `hasattr(torch, "mps")` branches. Its
+# labeller: reached only where MPS is (four lookalikes the scan had flagged).
+MPS_CHILD = """
+import torch
+
+
+def run_mps_gate(torch):
+    if not torch.backends.mps.is_available():
+        raise RuntimeError("torch.backends.mps.is_available() is false")
+    x = torch.randn(2, device="mps")
+    if hasattr(torch, "mps") and hasattr(torch.mps, "synchronize"):
+        torch.mps.synchronize()
+    return {"ok": True}
+
+
+def main():
+    report = {}
+    try:
+        report["gate"] = run_mps_gate(torch)
+        if hasattr(torch, "mps"):
+            torch.mps.synchronize()
+    finally:
+        print(report)
+"""
+
+
+def test_mps_branches_after_the_gate_raised_unless_mps_segmentation_w_mps():
+    assert td008(MPS_CHILD) == []
+
+
+def test_a_branch_before_the_gate_or_where_mps_is_known_absent_still_raises():
+    before = MPS_CHILD.replace(
+        '        report["gate"] = run_mps_gate(torch)\n        if hasattr(torch, "mps"):\n'
+        "            torch.mps.synchronize()\n",
+        '        if hasattr(torch, "mps"):\n            torch.mps.synchronize()\n'
+        '        report["gate"] = run_mps_gate(torch)\n',
+    )
+    assert td008(before) == [(17, "high")]
+    absent = """
+    import torch
+
+    if not torch.backends.mps.is_available():
+        if hasattr(torch, "mps"):
+            torch.mps.empty_cache()
+    """
+    assert td008(absent) == [(5, "high")]
+    either = "import torch\n\nif torch.backends.mps.is_available() or True:\n"
+    assert td008(either + "    if hasattr(torch, 'mps'):\n        torch.mps.empty_cache()\n") == [
+        (4, "high")
+    ]

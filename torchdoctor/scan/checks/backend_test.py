@@ -17,7 +17,7 @@ from __future__ import annotations
 import ast
 from collections import deque
 
-from ..astutil import dotted
+from ..astutil import call_name, dotted, parent_map
 from ..context import Check, Context
 
 # hasattr(<owner>, "<name>") -> the backend it seems to test
@@ -63,6 +63,8 @@ FIX = {"xpu": "torch.xpu.is_available()", "mps": "torch.backends.mps.is_availabl
 STREAMS = frozenset(["xpu.stream", "xpu.StreamContext"])
 # a test inside the branch that does ask (`if torch.xpu.is_available():`)
 ASKS = ("is_available", "device_count")
+# the call that asks, per backend (`torch.xpu.is_available()`, `torch.backends.mps.is_available()`)
+AVAILABLE = {"xpu": "xpu.is_available", "mps": "mps.is_available"}
 
 
 def _namespace(ctx: Context, node: ast.expr) -> tuple[str, str] | None:
@@ -115,6 +117,65 @@ def _atoms(test: ast.expr) -> list[ast.expr]:
     return [test]
 
 
+def _says_available(test: ast.expr, backend: str) -> bool | None:
+    """True where `test` holds only with the backend (`….is_available()`, alone or in an `and`),
+    False for `not ….is_available()`, None otherwise."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return False if _says_available(test.operand, backend) is True else None
+    asks = [a for a in _atoms(test) if isinstance(a, ast.Call)]
+    return True if any(dotted(a.func).endswith(AVAILABLE[backend]) for a in asks) else None
+
+
+def _asked_around(ctx: Context, backend: str) -> bool:
+    """An enclosing test already asks: `if torch.backends.mps.is_available():` around the
+    branch, or `if not …is_available(): raise` earlier in its function."""
+    return any(_says_available(test, backend) is holds for test, holds in ctx.enclosing_tests())
+
+
+def _gates(ctx: Context, backend: str) -> frozenset[str]:
+    """The file's functions that raise unless the backend is there (`if not
+    torch.backends.mps.is_available(): raise …` among their statements)."""
+    key = f"td008-gates:{backend}"
+    if key not in ctx.memo:
+        ctx.memo[key] = frozenset(
+            f.name
+            for f in ctx.module.body
+            if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and any(
+                isinstance(s, ast.If)
+                and _says_available(s.test, backend) is False
+                and isinstance(s.body[-1], ast.Raise)
+                for s in f.body
+            )
+        )
+    return ctx.memo[key]
+
+
+def _gated_before(ctx: Context, node: ast.AST, backend: str) -> bool:
+    """A gate of the file was called earlier in a block that holds the branch, so the branch
+    runs only where the backend is (segmentation_w_mps's Mac-only child calls its MPS gate
+    before its `hasattr(torch, "mps")` branches; set 177)."""
+    gates = _gates(ctx, backend)
+    if not gates:
+        return False
+    scope = ctx.func.node if ctx.func is not None else ctx.module
+    key = f"td008-parents:{id(scope)}"
+    if key not in ctx.memo:
+        ctx.memo[key] = parent_map(scope)
+    parents, child = ctx.memo[key], node
+    while (parent := parents.get(id(child))) is not None:
+        for stmts in (getattr(parent, f, None) for f in ("body", "orelse", "finalbody")):
+            at = next((i for i, s in enumerate(stmts or ()) if s is child), None)
+            if at is not None and any(
+                isinstance(c, ast.Call) and call_name(c) in gates
+                for s in stmts[:at]
+                for c in ast.walk(s)
+            ):
+                return True
+        child = parent
+    return False
+
+
 def on_test(ctx: Context, node: ast.If | ast.IfExp) -> None:
     if _asks(node.test):
         return  # `hasattr(torch, "xpu") and torch.xpu.is_available()`: the test is there
@@ -125,6 +186,8 @@ def on_test(ctx: Context, node: ast.If | ast.IfExp) -> None:
         if key is None or used is None:
             continue
         backend = NAMESPACES[key]
+        if _asked_around(ctx, backend) or _gated_before(ctx, node, backend):
+            return  # the branch runs only where the backend is
         name, where, raises = OUTCOME[backend]
         outcome = f"raises {raises}"
         if isinstance(used, ast.Call) and ctx.torch_call(used) in STREAMS:
