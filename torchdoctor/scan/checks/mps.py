@@ -20,7 +20,7 @@ from __future__ import annotations
 import ast
 import re
 
-from ..astutil import call_name, dotted
+from ..astutil import assigned_values, call_name, dotted
 from ..context import Check, Context
 from .numpy_call import _on_device, _placement
 
@@ -72,10 +72,55 @@ def _not_mps(dev: ast.expr) -> bool:
     return "mps" not in text and bool(re.search(r"['\"](cpu|cuda)", text))
 
 
+# NumPy calls whose result is float64 unless a dtype is given (checked on NumPy 2 and torch
+# 2.13: torch.from_numpy(np.linspace(0, 1, 5)).dtype is torch.float64)
+NUMPY_FLOAT64 = re.compile(
+    r"^(np|numpy)\.(linspace|logspace|random\.(rand|randn|uniform|normal|random)|zeros|ones|empty|full)$"
+)
+FROM_NUMPY = frozenset(["torch.from_numpy", "torch.tensor", "torch.as_tensor"])
+
+
+def _numpy_float64(ctx: Context, expr: ast.expr) -> bool:
+    """A NumPy array of float64, by its call or (a name) by every value the scope gives it."""
+    if isinstance(expr, ast.Name):
+        scope = ctx.func.node if ctx.func is not None else ctx.module
+        values = assigned_values(scope, expr.id)
+        return bool(values) and all(_numpy_float64(ctx, v) for v in values if v is not expr)
+    return (
+        isinstance(expr, ast.Call)
+        and bool(NUMPY_FLOAT64.match(dotted(expr.func)))
+        and not any(k.arg == "dtype" for k in expr.keywords)
+    )
+
+
+def _moves_numpy_float64(ctx: Context, node: ast.Call) -> bool:
+    """`torch.from_numpy(np.linspace(…)).to(device)`: a float64 array, still float64 as a
+    tensor, moved to the device with no dtype (kijai/ComfyUI-PyramidFlowWrapper#29: a flow
+    scheduler's sigmas; blind sets 126 and 146)."""
+    if call_name(node) != "to" or not isinstance(node.func, ast.Attribute):
+        return False
+    if any(k.arg == "dtype" for k in node.keywords) or len(node.args) > 1:
+        return False
+    made = node.func.value
+    return (
+        isinstance(made, ast.Call)
+        and dotted(made.func) in FROM_NUMPY
+        and len(made.args) == 1
+        and not any(k.arg == "dtype" for k in made.keywords)
+        and _numpy_float64(ctx, made.args[0])
+    )
+
+
 def _float64(ctx: Context, node: ast.Call) -> None:
     func = node.func
     attr = func.attr if isinstance(func, ast.Attribute) else ""
     dev = _device_of(node)
+    if dev is not None and not _not_mps(dev) and _moves_numpy_float64(ctx, node):
+        message = FLOAT64_MESSAGE + ": a NumPy float64 array stays float64 as a tensor"
+        fix = "give it a float32 dtype before it moves (torch.from_numpy(a).float().to(device))"
+        explicit = "mps" in ast.unparse(dev).lower()
+        ctx.report("TD601", node, message, fix, needs=None if explicit else ("mps",))
+        return
     if dev is not None and _float64_dtype(node):
         if _not_mps(dev):
             return
@@ -192,7 +237,16 @@ def on_call(ctx: Context, node: ast.Call) -> None:
 
 CHECK = Check(
     rules=("TD601", "TD602", "TD603"),
-    words=("float64", "DoubleTensor", "sparse_c", "to_sparse", "sparse.", "ctc_loss", "CTCLoss"),
+    words=(
+        "float64",
+        "DoubleTensor",
+        "sparse_c",
+        "to_sparse",
+        "sparse.",
+        "ctc_loss",
+        "CTCLoss",
+        "from_numpy",
+    ),
     attrs=frozenset(["double"]),
     calls=frozenset(
         [
