@@ -68,6 +68,10 @@ KIND_RULES: dict[str, frozenset[str]] = {
     "GradScaler-cuda": frozenset({"TD001", "TD002", "TD003"}),
     # set 188's name for the same (its rows are lookalikes); mapped before the set was scored
     "cuda-gradscaler": frozenset({"TD001", "TD002", "TD003"}),
+    # set 185's hard-coded "xpu" of an Intel Arc backend class (lookalikes): what TD002 and
+    # TD008 (a string naming the XPU device) would point at; mapped after the set's first
+    # scoring stopped on it, before its figures were used
+    "hardcoded-xpu-device": frozenset({"TD002", "TD008"}),
     "autocast-cuda": frozenset({"TD001", "TD002", "TD003"}),
     "cuda-extension-build": frozenset({"TD001", "TD002", "TD003"}),
     "set-default-cuda-tensor-type": frozenset({"TD001", "TD002", "TD003"}),
