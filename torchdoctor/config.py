@@ -80,6 +80,8 @@ class Config:
     table: Mapping[str, Any] = field(default_factory=dict)
     project: Mapping[str, Any] = field(default_factory=dict)
     groups: Mapping[str, Any] = field(default_factory=dict)  # PEP 735 dependency groups
+    # Poetry's dependency tables ([tool.poetry.dependencies], its groups' and dev-dependencies)
+    poetry: tuple[Mapping[str, Any], ...] = ()
 
     @property
     def root(self) -> str | None:
@@ -208,7 +210,25 @@ def _read(path: str, _mtime_ns: int, _size: int) -> Config:
         table,
         project if isinstance(project, dict) else {},
         groups if isinstance(groups, dict) else {},
+        _poetry_tables(tool.get("poetry") if isinstance(tool, dict) else None),
     )
+
+
+def _poetry_tables(poetry: object) -> tuple[Mapping[str, Any], ...]:
+    """Poetry's dependency tables: the main one, each group's, and the old dev-dependencies."""
+    if not isinstance(poetry, dict):
+        return ()
+    groups = poetry.get("group")
+    tables = [
+        poetry.get("dependencies"),
+        poetry.get("dev-dependencies"),
+        *(
+            g.get("dependencies")
+            for g in (groups.values() if isinstance(groups, dict) else ())
+            if isinstance(g, dict)
+        ),
+    ]
+    return tuple(t for t in tables if isinstance(t, dict))
 
 
 def load(path: Path | None = None) -> Config:

@@ -18,7 +18,7 @@ import dataclasses
 import fnmatch
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -158,7 +158,29 @@ def _pyproject_requirements(cfg: shared_config.Config) -> list[str]:
     if any(TORCH_REQ.search(req) for req in core):
         return core
     extras = cfg.project.get("optional-dependencies", {})
-    return _strings([*(extras.values() if isinstance(extras, dict) else []), *cfg.groups.values()])
+    return _strings(
+        [*(extras.values() if isinstance(extras, dict) else []), *cfg.groups.values()]
+    ) + _poetry_requirements(cfg.poetry)
+
+
+def _poetry_requirements(tables: tuple[Mapping[str, Any], ...]) -> list[str]:
+    """Poetry's `torch = "^2.6.0"` (or `{version = "^2.6"}`, or a list of such) as requirement
+    strings: a caret or tilde constraint allows nothing below its version, a bare version is
+    exact (Jakub-Kucinski/ai-music-generation, blind set 188: weights_only is the default)."""
+    out = []
+    for table in tables:
+        for name, spec in table.items():
+            for one in spec if isinstance(spec, list) else [spec]:
+                version = one.get("version") if isinstance(one, dict) else one
+                if isinstance(version, str):  # a git, path or url source says no version
+                    out.append(f"{name}{_pep440(version.strip())}")
+    return out
+
+
+def _pep440(constraint: str) -> str:
+    if constraint[:1] in ("^", "~") and not constraint.startswith("~="):
+        return ">=" + constraint.lstrip("^~")
+    return "==" + constraint if constraint[:1].isdigit() else constraint
 
 
 def _strings(lists: list[Any]) -> list[str]:
@@ -187,7 +209,7 @@ def _torch_min(directory: str, cfg: shared_config.Config) -> tuple[int, int] | N
         reqs = [
             _read(os.path.join(root, name)) or ""
             for name in _listing(root)
-            if name.startswith("requirements") and name.endswith(".txt")
+            if "requirements" in name.lower() and name.endswith(".txt")
         ]
         if any(TORCH_REQ.search(r) for r in [*declared, *reqs]):
             return torch_lower_bound(reqs)

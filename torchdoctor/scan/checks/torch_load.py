@@ -219,16 +219,22 @@ def _in_same_run(ctx: Context, node: ast.Call) -> bool:
 
 
 def _loop_before(parents: dict[int, ast.AST], save: ast.AST, load: ast.AST) -> bool:
-    """Is `save` in a loop that holds `load`, or that ends before `load` in the same block?"""
+    """Is `save` in a loop that holds `load`, or in a loop or statement that ends before `load`
+    in the same block (the last epoch's file saved after training, then reloaded: the depth
+    estimation trainer of blind set 192)?"""
     up = [load]
     while id(up[-1]) in parents:
         up.append(parents[id(up[-1])])
     loop = parents.get(id(save))
     while loop is not None and not isinstance(loop, LOOPS):
         loop = parents.get(id(loop))
-    if loop is None:
-        return False
-    if any(a is loop for a in up):
+    if loop is None:  # the statement that holds the save, in its block
+        loop = save
+        while loop is not None and not isinstance(loop, ast.stmt):
+            loop = parents.get(id(loop))
+        if loop is None:
+            return False
+    elif any(a is loop for a in up):
         return True
     block = parents.get(id(loop))
     for child, owner in pairwise(up):
