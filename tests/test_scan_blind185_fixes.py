@@ -102,3 +102,11 @@ def test_ctc_loss_where_the_file_turns_on_the_mps_fallback_mamba_asr_mps(tmp_pat
         "# set PYTORCH_ENABLE_MPS_FALLBACK=1 if CTC fails",
     )
     assert _rules(scan(tmp_path, {"train_CTC.py": commented}), "TD603") == [("train_CTC.py", 6)]
+
+
+def test_the_mps_fallback_set_after_import_torch_has_no_effect_bench_mps(tmp_path):
+    """Its bench_mps.py sets the variable inside the benchmark function, after `import torch`,
+    where torch no longer reads it: the CTC loss still raises on a Mac (labelled a crash)."""
+    late = CTC.replace('    os.environ.setdefault("PYTORCH_ENABLE_MPS_FALLBACK", "1")\n', "")
+    late += '    os.environ.setdefault("PYTORCH_ENABLE_MPS_FALLBACK", "1")\n'
+    assert _rules(scan(tmp_path, {"bench_mps.py": late}), "TD603") == [("bench_mps.py", 5)]

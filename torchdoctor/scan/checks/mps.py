@@ -36,6 +36,7 @@ MPS_FALLBACK_SET = re.compile(
     r"""environ\[\s*['"]PYTORCH_ENABLE_MPS_FALLBACK['"]\s*\]\s*=(?!=)"""
     r"""|(setdefault|putenv|update)\(\s*\{?\s*['"]PYTORCH_ENABLE_MPS_FALLBACK['"]"""
 )
+TORCH_IMPORT = re.compile(r"^[ \t]*(import torch\b|from torch\b)", re.M)
 FLOAT64_MESSAGE = (
     "float64 on a tensor that may be on MPS raises 'Cannot convert a MPS Tensor to float64 "
     "dtype as the MPS framework doesn't support float64'"
@@ -215,11 +216,19 @@ def _sparse(ctx: Context, node: ast.Call) -> None:
     )
 
 
+def _fallback_on(text: str) -> bool:
+    """Does the file turn on the CPU fallback for missing MPS ops before it imports torch?
+    torch reads the variable when it is imported, so one set later has no effect
+    (Visionatrix#212, InvokeAI#2508): mamba-asr-mps's train_CTC.py sets it first, its
+    bench_mps.py inside a benchmark function, after `import torch` (blind set 188)."""
+    setting = MPS_FALLBACK_SET.search(text)
+    first_import = TORCH_IMPORT.search(text)
+    return setting is not None and (first_import is None or setting.start() < first_import.start())
+
+
 def _unsupported(ctx: Context, node: ast.Call) -> None:
     name = call_name(node)
-    if name not in UNSUPPORTED or MPS_FALLBACK_SET.search(ctx.text):
-        # the file turns on the CPU fallback for missing MPS ops itself (mamba-asr-mps's
-        # train_CTC.py sets it before importing torch; blind set 188)
+    if name not in UNSUPPORTED or _fallback_on(ctx.text):
         return
     owner = dotted(node.func).rsplit(".", 1)[0]
     if ctx.torch_call(node) is None and owner not in ("F", "nn", "functional"):
