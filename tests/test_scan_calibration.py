@@ -52,7 +52,7 @@ def test_cuda_in_a_cuda_only_trainer_is_low_by_default_efficientvit(tmp_path):
     (tmp_path / "m.py").write_text(CUDA_ONLY_TRAINER)
     (f,) = scan_paths([str(tmp_path)], ScanOptions(confidence="low"), jobs=1).findings
     assert (
-        "TD001 findings in files without a CPU fallback were 23 % real, per repository" in f.grounds
+        "TD001 findings in files without a CPU fallback were 22 % real, per repository" in f.grounds
     )
     assert "--portable" in f.grounds
 
@@ -119,12 +119,15 @@ def load(model, path):
 """
 
 
-def test_attempting_to_deserialize_on_a_cuda_device_round_trip_is_shown(tmp_path):
+def test_attempting_to_deserialize_on_a_cuda_device_round_trip_is_low_unless_portable(tmp_path):
     """A script that falls back to the CPU and loads back what it saved from the device:
     "Attempting to deserialize object on a CUDA device but torch.cuda.is_available() is
-    False" on the CPU it picks. Real in 56 % of the 44 repositories where it fired: not shown
-    to be under three in five, so shown (the sixteenth session's bar)."""
-    assert ("TD101", "high") in _found(tmp_path, ROUND_TRIP)
+    False" on the CPU it picks. Shown while it was real in 56 % of 44 repositories; at 53 % of
+    64 (sets 3-192) it is under three in five, a change held out and tested on sets 185-192
+    (three false findings of the class there, no true one): low, unless the code must run
+    without CUDA."""
+    assert ("TD101", "low") in _found(tmp_path, ROUND_TRIP)
+    assert ("TD101", "high") in _found(tmp_path, ROUND_TRIP, portable=True)
 
 
 def test_released_weights_loaded_in_a_falling_back_file_are_low(tmp_path):
@@ -236,6 +239,6 @@ def test_jit_load_without_map_location_is_low_by_default_riffusion(tmp_path):
     (f,) = scan_paths([str(tmp_path)], ScanOptions(confidence="low"), jobs=1).findings
     assert (f.rule, f.confidence) == ("TD103", "low")
     assert f.grounds.startswith(
-        "TD103 findings in files without a CPU fallback were 0 % real, per repository, over the 12"
+        "TD103 findings in files without a CPU fallback were 0 % real, per repository, over the 13"
     )
     assert _found(tmp_path, JIT_LOAD, portable=True) == [("TD103", "medium")]
