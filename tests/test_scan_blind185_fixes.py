@@ -105,8 +105,47 @@ def test_ctc_loss_where_the_file_turns_on_the_mps_fallback_mamba_asr_mps(tmp_pat
 
 
 def test_the_mps_fallback_set_after_import_torch_has_no_effect_bench_mps(tmp_path):
-    """Its bench_mps.py sets the variable inside the benchmark function, after `import torch`,
-    where torch no longer reads it: the CTC loss still raises on a Mac (labelled a crash)."""
+    """Its bench_mps.py sets the variable after `import torch` (inside a benchmark function
+    there; here at module level, later in the file), where torch no longer reads it: the CTC
+    loss still raises on a Mac (labelled a crash)."""
     late = CTC.replace('    os.environ.setdefault("PYTORCH_ENABLE_MPS_FALLBACK", "1")\n', "")
     late += '    os.environ.setdefault("PYTORCH_ENABLE_MPS_FALLBACK", "1")\n'
     assert _rules(scan(tmp_path, {"bench_mps.py": late}), "TD603") == [("bench_mps.py", 5)]
+
+
+def test_what_does_not_turn_the_mps_fallback_on(tmp_path):
+    """Found in review: a commented-out line, a docstring, "0", a child process's environment,
+    or a setting after `import os, torch` or after a package that imports torch."""
+    body = "    import torch\n    from torch import nn\n    criterion = nn.CTCLoss(blank=0)\n"
+    for i, first in enumerate(
+        [
+            '    # os.environ["PYTORCH_ENABLE_MPS_FALLBACK"] = "1"\n',
+            '    """os.environ["PYTORCH_ENABLE_MPS_FALLBACK"] = "1" """\n',
+            '    os.environ["PYTORCH_ENABLE_MPS_FALLBACK"] = "0"\n',
+            '    child_env = dict(os.environ)\n    child_env["PYTORCH_ENABLE_MPS_FALLBACK"] = "1"\n',
+            '    import torchaudio\n    os.environ["PYTORCH_ENABLE_MPS_FALLBACK"] = "1"\n',
+        ]
+    ):
+        src = "    import os\n" + first + body
+        found = _rules(scan(tmp_path / str(i), {"m.py": src}), "TD603")
+        assert len(found) == 1, first
+    late = "    import os, torch\n    os.environ['PYTORCH_ENABLE_MPS_FALLBACK'] = '1'\n" + body
+    assert len(_rules(scan(tmp_path / "late", {"m.py": late}), "TD603")) == 1
+    on_mac = "    import os, sys\n    if sys.platform == 'darwin':\n"
+    on_mac += "        os.environ['PYTORCH_ENABLE_MPS_FALLBACK'] = '1'\n" + body
+    assert _rules(scan(tmp_path / "mac", {"m.py": on_mac}), "TD603") == []
+
+
+def test_poetry_either_or_constraint_allows_the_older_torch(tmp_path):
+    """`torch = "^2.6 || ^1.13"` allows torch 1.13, whose torch.load unpickles: TD102 stays."""
+    pyproject = '[tool.poetry.dependencies]\ntorch = "^2.6 || ^1.13"\n'
+    found = scan(tmp_path, {"pyproject.toml": pyproject, "sample.py": LOAD})
+    assert _rules(found, "TD102") == [("sample.py", 3)]
+
+
+def test_a_save_in_a_lambda_saves_nothing_until_called(tmp_path):
+    src = TRAIN.replace(
+        '        torch.save(model.state_dict(), os.path.join(logdir, "last.pth"))',
+        '        save = lambda: torch.save(model.state_dict(), os.path.join(logdir, "last.pth"))',
+    )
+    assert ("train.py", 14) in _rules(scan(tmp_path, {"train.py": src}), "TD101")

@@ -152,3 +152,27 @@ def test_a_branch_before_the_gate_or_where_mps_is_known_absent_still_raises():
     assert td008(either + "    if hasattr(torch, 'mps'):\n        torch.mps.empty_cache()\n") == [
         (4, "high")
     ]
+
+
+def test_a_gate_that_may_not_have_run_does_not_count_and_a_lambda_does_not_crash():
+    """Found in review: a gate called in a `try` whose error is swallowed, under an `if`, or
+    only inside a nested function may not have run; a lambda or an IfExp body is no list of
+    statements (the walk raised TypeError)."""
+    gate = (
+        "import torch\n\n\ndef gate():\n    if not torch.backends.mps.is_available():\n"
+        "        raise RuntimeError('no MPS')\n\n\n"
+    )
+    branch = "    if hasattr(torch, 'mps'):\n        torch.mps.synchronize()\n"
+    for before in (
+        "    try:\n        gate()\n    except RuntimeError:\n        pass\n",
+        "    if args.mac:\n        gate()\n",
+        "    def later():\n        gate()\n",
+    ):
+        assert len(td008(gate + "def main(args):\n" + before + branch)) == 1, before
+    lam = gate + "sync = lambda: torch.mps.synchronize() if hasattr(torch, 'mps') else None\n"
+    assert td008(lam) == [(9, "high")]
+
+
+def test_a_stream_of_none_does_nothing_anywhere():
+    src = "import torch\nwith torch.xpu.stream(None) if hasattr(torch, 'xpu') else torch.cuda.stream(None):\n    pass\n"
+    assert td008(src) == []

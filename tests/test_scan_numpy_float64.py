@@ -54,3 +54,24 @@ def test_numpy_float64_stays_float64_as_a_tensor():
     for make in (torch.from_numpy, torch.tensor, torch.as_tensor):
         assert make(np.linspace(0, 1, 3)).dtype == torch.float64
     assert torch.from_numpy(np.arange(3)).dtype == torch.int64
+
+
+def test_a_cast_a_full_of_ints_or_names_that_refer_to_each_other(tmp_path):
+    """Found in review: `.to(torch.float32)` (the fix itself), `.to(other_tensor)` and
+    `np.full((3,), 1)` (int64) are no float64 move; `a = b; b = a` ended in RecursionError."""
+    src = """\
+        import numpy as np
+        import torch
+        device = "mps" if torch.backends.mps.is_available() else "cpu"
+
+
+        def f(n, other):
+            x = torch.from_numpy(np.linspace(0, 1, n)).to(torch.float32)
+            y = torch.from_numpy(np.linspace(0, 1, n)).to(other)
+            z = torch.from_numpy(np.full((3,), 1)).to(device)
+            a = np.linspace(0, 1, n)
+            b = a
+            a = b
+            return torch.from_numpy(a).to(device)
+    """
+    assert _td601(tmp_path, {"m.py": src}) == []

@@ -24,6 +24,7 @@ from torch import nn
 from ..report.result import Remedy
 from .checklist import checklist, unwrap
 from .compare import (
+    ProviderFellBack,
     compare,
     mismatch,
     onnx_cannot_run,
@@ -204,6 +205,8 @@ def audit_export(
                 else:
                     got = run_onnx(onnx_path, args, kwargs, target)
                 detail = compare(eager, got)
+            except ProviderFellBack as exc:  # not run on the target at all
+                return ExportAudit([*findings, _not_run(target, str(exc))], phase.timings)
             except Exception as exc:  # noqa: BLE001 - not running on the target is the finding
                 detail = {"error": short_message(exc)}
             if detail:

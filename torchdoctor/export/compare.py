@@ -85,11 +85,21 @@ def onnx_cannot_run(target: str) -> str | None:
     return None
 
 
+class ProviderFellBack(RuntimeError):
+    """ONNX Runtime lists the provider but could not start it (onnxruntime-gpu without the CUDA
+    or cuDNN libraries it loads) and made the session on another one."""
+
+
 def run_onnx(path: Path, args, kwargs, target: str) -> list[Any]:
     import onnxruntime as ort
 
     provider = PROVIDERS[torch.device(target).type]
     session = ort.InferenceSession(str(path), providers=[provider])
+    if provider not in session.get_providers():
+        raise ProviderFellBack(
+            f"ONNX Runtime could not start its {provider} and runs on "
+            f"{', '.join(session.get_providers())} instead"
+        )
     feeds = [t.detach().cpu().numpy() for t in tensor_leaves((args, kwargs))]
     names = [i.name for i in session.get_inputs()]
     return session.run(None, dict(zip(names, feeds, strict=False)))

@@ -153,7 +153,8 @@ def _project_roots(directory: str) -> Iterator[str]:
 def _pyproject_requirements(cfg: shared_config.Config) -> list[str]:
     """The requirement strings that decide the torch floor: `[project]` dependencies when they
     name torch (an extra cannot install less than they require), else every optional
-    dependency and `[dependency-groups]` entry (an `{include-group = …}` is not a requirement)."""
+    dependency, `[dependency-groups]` entry (an `{include-group = …}` is not a requirement) and
+    Poetry dependency."""
     core = _strings([cfg.project.get("dependencies", [])])
     if any(TORCH_REQ.search(req) for req in core):
         return core
@@ -172,8 +173,11 @@ def _poetry_requirements(tables: tuple[Mapping[str, Any], ...]) -> list[str]:
         for name, spec in table.items():
             for one in spec if isinstance(spec, list) else [spec]:
                 version = one.get("version") if isinstance(one, dict) else one
-                if isinstance(version, str):  # a git, path or url source says no version
-                    out.append(f"{name}{_pep440(version.strip())}")
+                if not isinstance(version, str):  # a git, path or url source: any release
+                    out.append(str(name))
+                    continue
+                # `^2.6 || ^1.13`: either; each alternative is a line, the lowest decides
+                out += [f"{name}{_pep440(alt.strip())}" for alt in version.split("||")]
     return out
 
 
@@ -209,7 +213,7 @@ def _torch_min(directory: str, cfg: shared_config.Config) -> tuple[int, int] | N
         reqs = [
             _read(os.path.join(root, name)) or ""
             for name in _listing(root)
-            if "requirements" in name.lower() and name.endswith(".txt")
+            if "requirements" in name.lower() and name.lower().endswith(".txt")
         ]
         if any(TORCH_REQ.search(r) for r in [*declared, *reqs]):
             return torch_lower_bound(reqs)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import ast
 from collections import deque
 
-from ..astutil import call_name, dotted, parent_map
+from ..astutil import dotted, parent_map
 from ..context import Check, Context
 
 # hasattr(<owner>, "<name>") -> the backend it seems to test
@@ -165,15 +165,22 @@ def _gated_before(ctx: Context, node: ast.AST, backend: str) -> bool:
     parents, child = ctx.memo[key], node
     while (parent := parents.get(id(child))) is not None:
         for stmts in (getattr(parent, f, None) for f in ("body", "orelse", "finalbody")):
-            at = next((i for i, s in enumerate(stmts or ()) if s is child), None)
-            if at is not None and any(
-                isinstance(c, ast.Call) and call_name(c) in gates
-                for s in stmts[:at]
-                for c in ast.walk(s)
-            ):
+            if not isinstance(stmts, list):  # a lambda's or an IfExp's body is one expression
+                continue
+            at = next((i for i, s in enumerate(stmts) if s is child), None)
+            if at is not None and any(_calls_gate(s, gates) for s in stmts[:at]):
                 return True
         child = parent
     return False
+
+
+def _calls_gate(stmt: ast.stmt, gates: frozenset[str]) -> bool:
+    """`gate(torch)` or `x = gate(torch)` as a statement of its own: a call under an `if`, in a
+    `try` or in a nested function may not have run."""
+    value = stmt.value if isinstance(stmt, (ast.Expr, ast.Assign, ast.AnnAssign)) else None
+    return (
+        isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in gates
+    )
 
 
 def on_test(ctx: Context, node: ast.If | ast.IfExp) -> None:
@@ -191,6 +198,8 @@ def on_test(ctx: Context, node: ast.If | ast.IfExp) -> None:
         name, where, raises = OUTCOME[backend]
         outcome = f"raises {raises}"
         if isinstance(used, ast.Call) and ctx.torch_call(used) in STREAMS:
+            if used.args and isinstance(used.args[0], ast.Constant) and used.args[0].value is None:
+                return  # torch.xpu.stream(None) does nothing anywhere (tests/facts/device_claims)
             outcome = (
                 f"`{dotted(used.func)}(...)` raises {raises} on a CUDA machine (it does nothing "
                 "on the CPU)"

@@ -31,12 +31,12 @@ UNSUPPORTED = {
     "ctc_loss": ("aten::_ctc_loss", "pytorch/pytorch#153976, #160829 (torch 2.7.1)"),
     "CTCLoss": ("aten::_ctc_loss", "pytorch/pytorch#153976, #160829 (torch 2.7.1)"),
 }
-# `os.environ["PYTORCH_ENABLE_MPS_FALLBACK"] = "1"`, `os.environ.setdefault(…)`, `os.putenv(…)`
-MPS_FALLBACK_SET = re.compile(
-    r"""environ\[\s*['"]PYTORCH_ENABLE_MPS_FALLBACK['"]\s*\]\s*=(?!=)"""
-    r"""|(setdefault|putenv|update)\(\s*\{?\s*['"]PYTORCH_ENABLE_MPS_FALLBACK['"]"""
-)
-TORCH_IMPORT = re.compile(r"^[ \t]*(import torch\b|from torch\b)", re.M)
+# Packages whose import imports torch: after one of them, torch has read its environment
+TORCH_IMPORTERS = frozenset(
+    ["torch", "torchvision", "torchaudio", "transformers", "diffusers", "accelerate", "timm",
+     "lightning", "pytorch_lightning", "torchmetrics", "peft", "sentence_transformers"]
+)  # fmt: skip
+FALLBACK_VARIABLE = "PYTORCH_ENABLE_MPS_FALLBACK"
 FLOAT64_MESSAGE = (
     "float64 on a tensor that may be on MPS raises 'Cannot convert a MPS Tensor to float64 "
     "dtype as the MPS framework doesn't support float64'"
@@ -81,17 +81,20 @@ def _not_mps(dev: ast.expr) -> bool:
 # NumPy calls whose result is float64 unless a dtype is given (checked on NumPy 2 and torch
 # 2.13: torch.from_numpy(np.linspace(0, 1, 5)).dtype is torch.float64)
 NUMPY_FLOAT64 = re.compile(
-    r"^(np|numpy)\.(linspace|logspace|random\.(rand|randn|uniform|normal|random)|zeros|ones|empty|full)$"
-)
+    r"^(np|numpy)\.(linspace|logspace|random\.(rand|randn|uniform|normal|random)|zeros|ones|empty)$"
+)  # not np.full: its dtype is its fill value's
 FROM_NUMPY = frozenset(["torch.from_numpy", "torch.tensor", "torch.as_tensor"])
 
 
-def _numpy_float64(ctx: Context, expr: ast.expr) -> bool:
-    """A NumPy array of float64, by its call or (a name) by every value the scope gives it."""
+def _numpy_float64(ctx: Context, expr: ast.expr, seen: frozenset[str] = frozenset()) -> bool:
+    """A NumPy array of float64, by its call or (a name) by every value the scope gives it
+    (`seen`: names already followed, so `a = b; b = a` ends)."""
     if isinstance(expr, ast.Name):
+        if expr.id in seen:
+            return False
         scope = ctx.func.node if ctx.func is not None else ctx.module
         values = assigned_values(scope, expr.id)
-        return bool(values) and all(_numpy_float64(ctx, v) for v in values if v is not expr)
+        return bool(values) and all(_numpy_float64(ctx, v, seen | {expr.id}) for v in values)
     return (
         isinstance(expr, ast.Call)
         and bool(NUMPY_FLOAT64.match(dotted(expr.func)))
@@ -107,6 +110,8 @@ def _moves_numpy_float64(ctx: Context, node: ast.Call) -> bool:
         return False
     if any(k.arg == "dtype" for k in node.keywords) or len(node.args) > 1:
         return False
+    if node.args and not _names_a_device(node.args[0]):
+        return False  # `.to(torch.float32)` (the fix), `.to(other_tensor)`: no device named
     made = node.func.value
     return (
         isinstance(made, ast.Call)
@@ -115,6 +120,15 @@ def _moves_numpy_float64(ctx: Context, node: ast.Call) -> bool:
         and not any(k.arg == "dtype" for k in made.keywords)
         and _numpy_float64(ctx, made.args[0])
     )
+
+
+def _names_a_device(expr: ast.expr) -> bool:
+    """A device, as code writes one: "mps", torch.device(…), `device`, `self.dev`…"""
+    if isinstance(expr, ast.Constant):
+        return isinstance(expr.value, str)
+    if isinstance(expr, ast.Call):
+        return dotted(expr.func).endswith("device")
+    return bool(re.search(r"(^|[._])dev(ice)?s?(_\w*)?$", dotted(expr), re.I))
 
 
 def _float64(ctx: Context, node: ast.Call) -> None:
@@ -216,19 +230,64 @@ def _sparse(ctx: Context, node: ast.Call) -> None:
     )
 
 
-def _fallback_on(text: str) -> bool:
-    """Does the file turn on the CPU fallback for missing MPS ops before it imports torch?
-    torch reads the variable when it is imported, so one set later has no effect
-    (Visionatrix#212, InvokeAI#2508): mamba-asr-mps's train_CTC.py sets it first, its
-    bench_mps.py inside a benchmark function, after `import torch` (blind set 188)."""
-    setting = MPS_FALLBACK_SET.search(text)
-    first_import = TORCH_IMPORT.search(text)
-    return setting is not None and (first_import is None or setting.start() < first_import.start())
+def _fallback_on(module: ast.Module) -> bool:
+    """Does the file turn on the CPU fallback for missing MPS ops before it imports torch (or a
+    package that imports it)? torch reads the variable when it is imported, so one set later
+    has no effect (Visionatrix#212, InvokeAI#2508): mamba-asr-mps's train_CTC.py sets it first,
+    its bench_mps.py inside a benchmark function, after `import torch` (blind set 188). Read
+    from the module's own statements, in order (those of an `if` at module level included): a
+    comment, a docstring or a child process's environment turns nothing on."""
+    for stmt in _module_statements(module.body):
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            names = [a.name for a in stmt.names] if isinstance(stmt, ast.Import) else [stmt.module]
+            if any((n or "").split(".")[0] in TORCH_IMPORTERS for n in names):
+                return False
+        elif _sets_fallback(stmt):
+            return True
+    return False
+
+
+def _module_statements(body: list[ast.stmt]):
+    for stmt in body:
+        yield stmt
+        if isinstance(stmt, ast.If):
+            yield from _module_statements(stmt.body)
+            yield from _module_statements(stmt.orelse)
+
+
+def _sets_fallback(stmt: ast.stmt) -> bool:
+    """`os.environ["PYTORCH_ENABLE_MPS_FALLBACK"] = "1"`, `os.environ.setdefault(…, "1")`,
+    `os.putenv(…, "1")`: the variable, in this process, set to something other than "0"."""
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+        target = stmt.targets[0]
+        return (
+            isinstance(target, ast.Subscript)
+            and dotted(target.value).endswith("os.environ")
+            and _is_variable(target.slice)
+            and _truthy(stmt.value)
+        )
+    call = stmt.value if isinstance(stmt, ast.Expr) else None
+    if not isinstance(call, ast.Call) or len(call.args) != 2:
+        return False
+    name = dotted(call.func)
+    return (
+        (name.endswith("os.environ.setdefault") or name.endswith("os.putenv"))
+        and _is_variable(call.args[0])
+        and _truthy(call.args[1])
+    )
+
+
+def _is_variable(expr: ast.expr) -> bool:
+    return isinstance(expr, ast.Constant) and expr.value == FALLBACK_VARIABLE
+
+
+def _truthy(expr: ast.expr) -> bool:
+    return not (isinstance(expr, ast.Constant) and str(expr.value).strip() in ("0", "", "False"))
 
 
 def _unsupported(ctx: Context, node: ast.Call) -> None:
     name = call_name(node)
-    if name not in UNSUPPORTED or _fallback_on(ctx.text):
+    if name not in UNSUPPORTED or _fallback_on(ctx.module):
         return
     owner = dotted(node.func).rsplit(".", 1)[0]
     if ctx.torch_call(node) is None and owner not in ("F", "nn", "functional"):

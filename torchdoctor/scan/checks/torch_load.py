@@ -197,8 +197,9 @@ def _in_same_run(ctx: Context, node: ast.Call) -> bool:
     """The load reads a file the same code wrote a moment before with torch.save, from the
     device it trains on, so it loads back onto that device: the save sits in a loop that also
     holds the load (tgn's early stopping reloads the best epoch's file; set 176), or in a loop
-    the load follows in the same block (CTGCN reloads its best model after training). A load
-    before the loop, or in another branch, reads an earlier run's file: still flagged."""
+    or a statement the load follows in the same block (CTGCN reloads its best model after
+    training; a trainer of set 192 its last epoch's). A load before the save, or in another
+    branch, reads an earlier run's file: still flagged."""
     scope = ctx.func.node if ctx.func is not None else ctx.module
     key = f"saves:{id(scope)}"
     if key not in ctx.memo:
@@ -231,6 +232,8 @@ def _loop_before(parents: dict[int, ast.AST], save: ast.AST, load: ast.AST) -> b
     if loop is None:  # the statement that holds the save, in its block
         loop = save
         while loop is not None and not isinstance(loop, ast.stmt):
+            if isinstance(loop, ast.Lambda):
+                return False  # `save = lambda: torch.save(…)` saves nothing until called
             loop = parents.get(id(loop))
         if loop is None:
             return False
