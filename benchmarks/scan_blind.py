@@ -75,6 +75,9 @@ KIND_RULES: dict[str, frozenset[str]] = {
     # set 195's CUDA_LAUNCH_BLOCKING=1 set in a training script (a lookalike): no scan rule
     # reads it; mapped after the set's first scoring stopped on it
     "cuda-launch-blocking": frozenset(),
+    # set 193's model never moved to the GPU it picks (a perf lookalike): no scan rule targets
+    # it; mapped before the set was scored
+    "model-left-on-cpu": frozenset(),
     "autocast-cuda": frozenset({"TD001", "TD002", "TD003"}),
     "cuda-extension-build": frozenset({"TD001", "TD002", "TD003"}),
     "set-default-cuda-tensor-type": frozenset({"TD001", "TD002", "TD003"}),
