@@ -1,4 +1,4 @@
-"""False findings of the blind sets 185-192 (twenty-first session), fixed after their one
+"""False findings of the blind sets 185-200 (twenty-first session), fixed after their one
 scoring: each test reproduces the public code the labellers judged, reduced to what decides it."""
 
 from __future__ import annotations
@@ -149,3 +149,19 @@ def test_a_save_in_a_lambda_saves_nothing_until_called(tmp_path):
         '        save = lambda: torch.save(model.state_dict(), os.path.join(logdir, "last.pth"))',
     )
     assert ("train.py", 14) in _rules(scan(tmp_path, {"train.py": src}), "TD101")
+
+
+def test_str_format_of_a_committed_file_is_shipped_imitation_learning(tmp_path):
+    """BIT-SMuRo/Imitation-Learning (set 196) loads `r"param/bc_model_{}.pth".format(i)`, files
+    committed with the code: as trusted as the code (TD102 low), like the f-string form."""
+    (tmp_path / "param").mkdir()
+    (tmp_path / "param" / "bc_model_0.pth").write_bytes(b"not read for TD102")
+    src = """\
+        import torch
+        for i in range(3):
+            sd = torch.load(r"param/bc_model_{}.pth".format(i))
+    """
+    found = [
+        (line, conf) for _, line, rule, conf in scan(tmp_path, {"train.py": src}) if rule == "TD102"
+    ]
+    assert found == [(3, "low")]

@@ -379,14 +379,27 @@ def _relative(text: str) -> tuple[str] | None:
 
 
 def _pattern(expr: ast.expr) -> str | None:
-    """`f"src/env/data/{mode}.pt"` as the glob `src/env/data/*.pt`: only where every folder
-    is literal and the name keeps some literal text (`f"{name}"` could be anything)."""
-    if not isinstance(expr, ast.JoinedStr):
+    """`f"src/env/data/{mode}.pt"` (or `"param/bc_model_{}.pth".format(i)`, Imitation-Learning,
+    blind set 196) as the glob `src/env/data/*.pt`: only where every folder is literal and the
+    name keeps some literal text (`f"{name}"` could be anything)."""
+    if isinstance(expr, ast.JoinedStr):
+        parts = [
+            glob.escape(v.value)
+            if isinstance(v, ast.Constant) and isinstance(v.value, str)
+            else "*"
+            for v in expr.values
+        ]
+    elif (
+        isinstance(expr, ast.Call)
+        and isinstance(expr.func, ast.Attribute)
+        and expr.func.attr == "format"
+        and isinstance(expr.func.value, ast.Constant)
+        and isinstance(expr.func.value.value, str)
+    ):
+        literal = re.split(r"\{[^{}]*\}", expr.func.value.value)
+        parts = ["*".join(glob.escape(t) for t in literal)]
+    else:
         return None
-    parts = [
-        glob.escape(v.value) if isinstance(v, ast.Constant) and isinstance(v.value, str) else "*"
-        for v in expr.values
-    ]
     folder, _, name = "".join(parts).replace("\\", "/").rpartition("/")
     if not folder or "*" in folder or not name.strip("*"):
         return None
