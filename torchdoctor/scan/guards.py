@@ -50,15 +50,6 @@ class DeviceGuards:
             is_guard(d) for d in node.decorator_list
         )
 
-    def enclosing_tests(self) -> list[tuple[ast.expr, bool]]:
-        """(test, holds) of each `if`, early exit and `assert` around the current node: holds
-        says whether the node runs only where the test is true (else only where it is false)."""
-        return [
-            (entry[1], entry[0] is is_guard)
-            for entry in self._guards
-            if entry is not None and entry[0] in (is_guard, is_guard_else)
-        ]
-
     def narrow_guard(self) -> ast.expr | None:
         """The test of an `if` that guards the current node but rules out only one device
         kind that is not CUDA (`if device != "cpu":`, the `else:` of `if args.cpu:` or of an

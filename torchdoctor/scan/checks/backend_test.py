@@ -129,7 +129,10 @@ def _says_available(test: ast.expr, backend: str) -> bool | None:
 def _asked_around(ctx: Context, backend: str) -> bool:
     """An enclosing test already asks: `if torch.backends.mps.is_available():` around the
     branch, or `if not …is_available(): raise` earlier in its function."""
-    return any(_says_available(test, backend) is holds for test, holds in ctx.enclosing_tests())
+    return any(
+        entry is not None and _says_available(entry[0], backend) is entry[1]
+        for entry in ctx.tests_around()
+    )
 
 
 def _gates(ctx: Context, backend: str) -> frozenset[str]:
