@@ -214,38 +214,38 @@ def _in_same_run(ctx: Context, node: ast.Call) -> bool:
     if wanted is None:
         return False
     return any(
-        _path_key(scope, save.args[1]) == wanted and _loop_before(parents, save, node)
+        _path_key(scope, save.args[1]) == wanted and _saved_before(parents, save, node)
         for save in saves
     )
 
 
-def _loop_before(parents: dict[int, ast.AST], save: ast.AST, load: ast.AST) -> bool:
+def _saved_before(parents: dict[int, ast.AST], save: ast.AST, load: ast.AST) -> bool:
     """Is `save` in a loop that holds `load`, or in a loop or statement that ends before `load`
     in the same block (the last epoch's file saved after training, then reloaded: the depth
     estimation trainer of blind set 192)?"""
     up = [load]
     while id(up[-1]) in parents:
         up.append(parents[id(up[-1])])
-    loop = parents.get(id(save))
-    while loop is not None and not isinstance(loop, LOOPS):
-        loop = parents.get(id(loop))
-    if loop is None:  # the statement that holds the save, in its block
-        loop = save
-        while loop is not None and not isinstance(loop, ast.stmt):
-            if isinstance(loop, ast.Lambda):
+    anchor = parents.get(id(save))  # the loop that holds the save, else its own statement
+    while anchor is not None and not isinstance(anchor, LOOPS):
+        anchor = parents.get(id(anchor))
+    if anchor is None:
+        anchor = save
+        while anchor is not None and not isinstance(anchor, ast.stmt):
+            if isinstance(anchor, ast.Lambda):
                 return False  # `save = lambda: torch.save(…)` saves nothing until called
-            loop = parents.get(id(loop))
-        if loop is None:
+            anchor = parents.get(id(anchor))
+        if anchor is None:
             return False
-    elif any(a is loop for a in up):
+    elif any(a is anchor for a in up):
         return True
-    block = parents.get(id(loop))
+    block = parents.get(id(anchor))
     for child, owner in pairwise(up):
         if owner is block:
             return any(
-                isinstance(stmts, list) and loop in stmts and child in stmts
+                isinstance(stmts, list) and anchor in stmts and child in stmts
                 for stmts in vars(owner).values()
-            ) and getattr(child, "lineno", 0) > getattr(loop, "end_lineno", 0)
+            ) and getattr(child, "lineno", 0) > getattr(anchor, "end_lineno", 0)
     return False
 
 
