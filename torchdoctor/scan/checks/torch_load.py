@@ -19,9 +19,11 @@ from ..saved_files import path_argument, path_keys
 # path or the consumer of the result; or (project view) by the project's own torch.save of
 # the file from CPU-only data (saved_files.py).
 # The training arguments a Hugging Face Trainer saves (`training_args.bin`) hold no tensors
-# (microsoft/Oscar's run_retrieval.py, eighty-seventh blind corpus).
+# (microsoft/Oscar's run_retrieval.py, eighty-seventh blind corpus); nor do other `*_args`
+# files, statistics or a run's history of losses (vec2text's `model_args.bin`, a MAPPO
+# runner's `stats.pt`, DiffBinaural's `history`: sets 162-194, seven lookalikes, no pitfall).
 CPU_ONLY_STATE = re.compile(
-    r"rng|random|sched|scaler|lr_|cache|processed|offload|training_args", re.I
+    r"rng|random|sched|scaler|lr_|cache|processed|offload|_args\b|stats|history", re.I
 )
 SAFE_GLOBALS = re.compile(r"safe_globals$")
 # Code that runs on whatever device it is given: `.to(device)`, a `device` parameter.
@@ -162,12 +164,18 @@ def _path_exprs(ctx: Context, node: ast.Call) -> list[ast.expr]:
     return out
 
 
+# `inspect.getfile(self.__init__)`: the loading code's own file, as `__file__` names it (the
+# LPIPS copies that ship their linear layers' weights beside them; blind set 190)
+SOURCE_FILE = frozenset(["inspect.getfile", "inspect.getsourcefile", "getfile", "getsourcefile"])
+
+
 def _packaged(ctx: Context, node: ast.Call) -> bool:
     """A file found from `__file__`: data shipped inside the package itself, as trusted as the
     code that loads it and loaded on every machine the package supports (facenet-pytorch's
     mtcnn.py loads ../data/pnet.pt that way; sixth blind corpus)."""
     return any(
-        isinstance(n, ast.Name) and n.id == "__file__"
+        (isinstance(n, ast.Name) and n.id == "__file__")
+        or (isinstance(n, ast.Call) and dotted(n.func) in SOURCE_FILE)
         for e in _path_exprs(ctx, node)
         for n in ast.walk(e)
     )
