@@ -86,25 +86,23 @@ def _export(model: nn.Module, args, kwargs, via: str, tmp: Path):
     return program.exported_program, path
 
 
-def _not_run(target: str, why: str) -> AuditFinding:
+# compare.onnx_cannot_run on a CUDA target: the CPU package of ONNX Runtime is installed
+ORT_GPU = Remedy(
+    "Replace the CPU package of ONNX Runtime with its CUDA build (both install the same "
+    "`onnxruntime` module, so remove the first).",
+    ("pip uninstall -y onnxruntime", "pip install onnxruntime-gpu"),
+)
+
+
+def _not_run(target: str, why: str, remedy: Remedy | None = None) -> AuditFinding:
     return AuditFinding(
         "export.not-run",
         "",
         f"the exported program was not run on {target}: {why}, so eager and exported outputs "
         "were not compared.",
         level="note",
-        remedies=[_run_remedy(target, why)],
+        remedies=[remedy or Remedy(f"Run the audit on a machine with {target}.")],
     )
-
-
-def _run_remedy(target: str, why: str) -> Remedy:
-    if "onnxruntime-gpu" in why:  # compare.onnx_cannot_run: the CPU package on a CUDA machine
-        return Remedy(
-            "Replace the CPU package of ONNX Runtime with its CUDA build (both install the same "
-            "`onnxruntime` module, so remove the first).",
-            ("pip uninstall -y onnxruntime", "pip install onnxruntime-gpu"),
-        )
-    return Remedy(f"Run the audit on a machine with {target}.")
 
 
 def _unavailable(missing: list[str]) -> AuditFinding:
@@ -195,10 +193,13 @@ def audit_export(
                 findings += baked_devices(program, target)
         with phase("run"):
             why = eager_problem or target_available(target)
-            if not why and onnx_path is not None:
-                why = onnx_cannot_run(target)
             if why:
                 return ExportAudit([*findings, _not_run(target, why)], phase.timings)
+            why = onnx_cannot_run(target) if onnx_path is not None else None
+            if why:
+                cuda = torch.device(target).type == "cuda"
+                remedy = ORT_GPU if cuda else None
+                return ExportAudit([*findings, _not_run(target, why, remedy)], phase.timings)
             try:
                 if onnx_path is None:
                     got = run_torch_export(program, args, kwargs, target)
