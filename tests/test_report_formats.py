@@ -5,9 +5,7 @@ format. Run as a user runs them: a real subprocess (run_cli)."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
+import shutil
 import textwrap
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -16,7 +14,7 @@ import pytest
 
 from torchdoctor.cluster import fleet
 
-from .conftest import FACTS_DIR, NO_GPU, REPO, needs_torch, run_cli
+from .conftest import FACTS_DIR, NO_GPU, needs_torch, run_cli
 from .test_dist_fleet import cluster
 
 FORMATS = ("text", "json", "markdown", "junit", "sarif")
@@ -74,15 +72,9 @@ def test_scan_markdown_and_junit_carry_each_finding_with_its_place(tmp_path):
     assert _junit_failures(junit.stdout) == ["TD001"]  # warnings are not failures
 
 
-@needs_torch
-def test_inspect_sarif_points_at_the_checkpoint_and_o_writes_it(tmp_path):
-    subprocess.run(
-        [sys.executable, str(REPO / "tests" / "ckpt_factory.py"), str(tmp_path)],
-        check=True,
-        timeout=120,
-        env={**os.environ, **NO_GPU},
-    )
+def test_inspect_sarif_points_at_the_checkpoint_and_o_writes_it(tmp_path, ckpts):
     ckpt = tmp_path / "cuda_state_dict.pt"
+    shutil.copyfile(ckpts / "cuda_state_dict.pt", ckpt)
     out = tmp_path / "inspect.sarif"
     r = run_cli("inspect", str(ckpt), "--format", "sarif", "-o", str(out), cwd=tmp_path, env=NO_GPU)
     assert r.returncode == 1, r.stderr  # it does not load here as it is, in any format
