@@ -247,6 +247,13 @@ KIND_RULES: dict[str, frozenset[str]] = {
     # device string with a space in it, `torch.device('cuda: 0')`, which torch refuses (CTGCN)
     "gpu-index-device-map": frozenset(),
     "invalid-device-string": frozenset(),
+    # sets 201-208, mapped before their scoring: a "cuda" device string given to onnxruntime's
+    # io binding (what TD002 would point at); a model never moved to the device its inputs are
+    # built on (a cross-device mix, as "device-mismatch"); a method of the wrapped model called
+    # on its DataParallel wrapper (what TD203 reads on `.module`)
+    "onnxruntime-cuda-device": frozenset({"TD002"}),
+    "model-not-moved-to-device": frozenset({"TD303"}),
+    "dataparallel-attribute": frozenset({"TD203"}),
 }
 # Label rows the labeller gave one root cause (method.md): recall is also counted per root.
 ONE_ROOT = {("lllyasviel/Fooocus", "ldm_patched/modules/model_management.py")}
