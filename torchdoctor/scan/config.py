@@ -142,7 +142,7 @@ def _project_roots(directory: str) -> Iterator[str]:
     """The folders at or above `directory` that look like a project's root, nearest first."""
     d = os.path.abspath(directory)
     while True:
-        if any(os.path.exists(os.path.join(d, m)) for m in PROJECT_MARKERS):
+        if any(os.path.exists(os.path.join(d, m)) for m in PROJECT_MARKERS) or _requirements_in(d):
             yield d
         parent = os.path.dirname(d)
         if parent == d:
@@ -198,6 +198,20 @@ def _listing(folder: str) -> list[str]:
         return []
 
 
+def _requirement_files(folder: str) -> list[str]:
+    return [n for n in _listing(folder) if _is_requirements(n)]
+
+
+def _is_requirements(name: str) -> bool:
+    return "requirements" in name.lower() and name.lower().endswith(".txt")
+
+
+def _requirements_in(folder: str) -> bool:
+    """A root without packaging files may name its requirements for a part of the project
+    (gardan4/AgenticRAG's AGENT_requirements.txt and RAG_requirements.txt, blind set 205)."""
+    return bool(_requirement_files(folder))
+
+
 def _torch_min(directory: str, cfg: shared_config.Config) -> tuple[int, int] | None:
     """The torch floor of the nearest project that names torch: its pyproject dependencies
     (with its extras and dependency groups: SLM-Lab requires torch>=2.8 in its `ml` group
@@ -210,11 +224,7 @@ def _torch_min(directory: str, cfg: shared_config.Config) -> tuple[int, int] | N
             bound = torch_lower_bound(declared)
             if bound is not None:
                 return bound
-        reqs = [
-            _read(os.path.join(root, name)) or ""
-            for name in _listing(root)
-            if "requirements" in name.lower() and name.lower().endswith(".txt")
-        ]
+        reqs = [_read(os.path.join(root, name)) or "" for name in _requirement_files(root)]
         if any(TORCH_REQ.search(r) for r in [*declared, *reqs]):
             return torch_lower_bound(reqs)
     return None

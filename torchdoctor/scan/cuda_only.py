@@ -84,6 +84,17 @@ MARKERS: tuple[tuple[tuple[str, ...], re.Pattern[str], str], ...] = (
         re.compile(r"\bCUDAExtension\b|cuda_sources\s*=|[\"'][\w/.-]+\.cu[\"']"),
         "builds CUDA kernels",
     ),
+    # the script asserts CUDA before it runs (at the top level, or in its `__main__` block):
+    # every function it calls runs on CUDA (PCCLS's tools/main.py, blind set 204)
+    (
+        ("assert torch.cuda.is_available", "assert cuda.is_available"),
+        re.compile(
+            r"""^(?:if\s+__name__\s*==\s*["']__main__["'].*?^[ \t]+)?"""
+            r"assert\s+(?:torch\.)?cuda\.is_available\(\)",
+            re.M | re.S,
+        ),
+        "asserts that CUDA is available before it runs",
+    ),
     # one process per GPU, each on the GPU of its rank: `.cuda(rank)`, `.cuda(args.local_rank)`,
     # `torch.cuda.Stream(local_rank)` (vits, RVC, MeloTTS trainers; arcface_torch's partial FC)
     (("rank",), re.compile(RANK_GPU), "puts each process on the GPU of its rank"),

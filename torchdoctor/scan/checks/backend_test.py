@@ -123,7 +123,24 @@ def _says_available(test: ast.expr, backend: str) -> bool | None:
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         return False if _says_available(test.operand, backend) is True else None
     asks = [a for a in _atoms(test) if isinstance(a, ast.Call)]
-    return True if any(dotted(a.func).endswith(AVAILABLE[backend]) for a in asks) else None
+    if any(dotted(a.func).endswith(AVAILABLE[backend]) for a in asks):
+        return True
+    return True if any(_is_device_kind(a, backend) for a in _atoms(test)) else None
+
+
+def _is_device_kind(test: ast.expr, backend: str) -> bool:
+    """`device.type == "mps"` (or `str(device) == "mps"`): the device the code was given is the
+    backend's, so a branch under it runs only where the backend is (bezier-splatting's
+    _synchronize tests it before `hasattr(torch, "mps")`; blind set 203)."""
+    return (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.Eq)
+        and any(
+            isinstance(side, ast.Constant) and _names(side.value, backend)
+            for side in (test.left, *test.comparators)
+        )
+    )
 
 
 def _asked_around(ctx: Context, backend: str) -> bool:
@@ -196,7 +213,11 @@ def on_test(ctx: Context, node: ast.If | ast.IfExp) -> None:
         if key is None or used is None:
             continue
         backend = NAMESPACES[key]
-        if _asked_around(ctx, backend) or _gated_before(ctx, node, backend):
+        if (
+            _says_available(node.test, backend)
+            or _asked_around(ctx, backend)
+            or _gated_before(ctx, node, backend)
+        ):
             return  # the branch runs only where the backend is
         name, where, raises = OUTCOME[backend]
         outcome = f"raises {raises}"

@@ -1,0 +1,98 @@
+"""What sets 201-208 of the blind corpora showed (benchmarks/scan_blind201..208): three false
+findings of the default output, each in the shape of the real code."""
+
+from __future__ import annotations
+
+import textwrap
+
+from torchdoctor.scan import ScanOptions, scan_paths
+from torchdoctor.scan.config import config_for_dir
+from torchdoctor.scan.engine import scan_source
+
+
+def found(src: str, confidence: str = "low") -> list[tuple[str, int, str]]:
+    findings, _ = scan_source("main.py", textwrap.dedent(src), ScanOptions(confidence=confidence))
+    return [(f.rule, f.line, f.confidence) for f in findings]
+
+
+SYNCHRONIZE = """
+import torch
+
+def _synchronize(device):
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    elif device.type == "mps" and hasattr(torch, "mps") and hasattr(torch.mps, "synchronize"):
+        torch.mps.synchronize()
+"""
+
+
+def test_hasattr_mps_after_the_device_is_known_to_be_mps_bezier_splatting():
+    """ryanlyn/bezier-splatting's src/eval/core.py (set 203): the `hasattr(torch, "mps")` only
+    guards an old torch; `device.type == "mps"` in the same test already chose the branch."""
+    assert [r for r in found(SYNCHRONIZE) if r[0] == "TD008"] == []
+
+
+def test_hasattr_mps_alone_still_chooses_the_branch():
+    src = SYNCHRONIZE.replace('device.type == "mps" and ', "")
+    assert ("TD008", 7, "high") in found(src)
+
+
+def test_a_comparison_with_another_device_kind_does_not_gate_mps():
+    src = SYNCHRONIZE.replace('elif device.type == "mps"', 'elif device.type != "cpu"')
+    assert ("TD008", 7, "high") in found(src)
+
+
+PCCLS = """
+import torch
+import torch.nn as nn
+
+def train(cfg):
+    model = nn.DataParallel(build_model(cfg.model).cuda())
+    return model
+
+if __name__ == "__main__":
+    cfg = load()
+    assert torch.cuda.is_available() and cfg.mode in ["train", "test"]
+    train(cfg)
+"""
+
+
+def test_a_script_that_asserts_cuda_in_its_main_block_runs_on_cuda_only_pccls():
+    """zswldxb/PCCLS's tools/main.py (set 204): `__main__` asserts CUDA before calling train(),
+    whose `DataParallel(model.cuda())` therefore never meets a machine without CUDA: shown only
+    at --confidence low."""
+    assert found(PCCLS) == [("TD202", 6, "low")]
+
+
+def test_an_assert_inside_one_function_does_not_make_the_file_cuda_only():
+    src = PCCLS.replace(
+        '    assert torch.cuda.is_available() and cfg.mode in ["train", "test"]\n', ""
+    ).replace(
+        "    return model\n",
+        "    return model\n\ndef other():\n    assert torch.cuda.is_available()\n",
+    )
+    assert found(src) == [("TD202", 6, "high")]
+
+
+def test_requirements_named_for_a_part_of_the_project_declare_its_floor_agentic_rag(tmp_path):
+    """gardan4/AgenticRAG (set 205): no pyproject.toml, setup.py or requirements.txt at its root,
+    but AGENT_requirements.txt pins torch==2.6.0+cu128, where `torch.load` defaults to
+    weights_only=True: TD102 has nothing to say about AGENT/'s loads."""
+    (tmp_path / "AGENT_requirements.txt").write_text(
+        "torch==2.6.0+cu128 --index-url https://download.pytorch.org/whl/cu128\n"
+    )
+    (tmp_path / "RAG_requirements.txt").write_text("fastapi\n")
+    code = tmp_path / "AGENT" / "train.py"
+    code.parent.mkdir()
+    code.write_text("import torch\nckpt = torch.load(path, map_location=device)\n")
+    config_for_dir.cache_clear()
+    try:
+        assert config_for_dir(str(code.parent)).torch_min == (2, 6)
+        found = scan_paths([str(tmp_path)], ScanOptions(confidence="low"), jobs=1).findings
+        assert [f.rule for f in found] == []
+        (tmp_path / "AGENT_requirements.txt").write_text("torch\n")  # no floor: the note is back
+        config_for_dir.cache_clear()
+        found = scan_paths([str(tmp_path)], ScanOptions(confidence="low"), jobs=1).findings
+        assert [f.rule for f in found] == ["TD102"]
+    finally:
+        config_for_dir.cache_clear()
