@@ -4,6 +4,7 @@ findings of the default output, each in the shape of the real code."""
 from __future__ import annotations
 
 import textwrap
+from pathlib import Path
 
 from torchdoctor.scan import ScanOptions, scan_paths
 from torchdoctor.scan.config import config_for_dir
@@ -96,3 +97,41 @@ def test_requirements_named_for_a_part_of_the_project_declare_its_floor_agentic_
         assert [f.rule for f in found] == ["TD102"]
     finally:
         config_for_dir.cache_clear()
+
+
+SLEEP = """
+import torch
+
+gpu_num = 0
+device = f"cuda:{gpu_num}" if torch.cuda.is_available() else "cpu"
+torch.cuda.set_device(device)
+"""
+
+
+def test_set_device_given_the_files_own_cpu_fallback_sleep_pytorch(tmp_path):
+    """dongyyyyy/Sleep_pytorch's trainers (set 208) pick `cuda:N` or the CPU, then call
+    `torch.cuda.set_device(device)` unguarded: on the CPU they fell back to it raises
+    `ValueError: Expected a cuda device, but got: cpu` (torch 2.13.0+cpu). The code proves it, so
+    the class's measured share does not lower it."""
+    (finding,) = scan_source("train.py", SLEEP, ScanOptions(confidence="low"))[0]
+    assert (finding.rule, finding.line, finding.confidence, finding.proven) == (
+        "TD003",
+        6,
+        "high",
+        True,
+    )
+    shown = scan_paths_of(SLEEP, tmp_path)
+    assert [(f.rule, f.confidence) for f in shown] == [("TD003", "high")]
+
+
+def test_set_device_given_a_device_that_is_always_cuda_keeps_the_measured_class(tmp_path):
+    src = SLEEP.replace('if torch.cuda.is_available() else "cpu"', "")
+    (finding,) = scan_source("train.py", src, ScanOptions(confidence="low"))[0]
+    assert not finding.proven
+    assert scan_paths_of(src, tmp_path) == []  # calibrated to low: not in the default output
+
+
+def scan_paths_of(src: str, tmp: Path) -> list:
+    """The default output of a scan of a tree holding this one file."""
+    (tmp / "train.py").write_text(src)
+    return scan_paths([str(tmp)], ScanOptions(), jobs=1).findings

@@ -36,8 +36,9 @@ class Finding:
     # a fact about the rest of the project that decides the finding (project.py); resolved
     # after every file is analysed, never cached as decided
     needs: tuple[str, ...] | None = None
-    # set by project.py where the tree itself proves the finding (a committed file's storages):
-    # the confidence of its class, measured where no such proof was at hand, does not apply
+    # set where the code or the tree itself proves the finding (a committed file's storages, a
+    # CUDA call given the file's own CPU fallback): the confidence of its class, measured where
+    # no such proof was at hand, does not apply
     proven: bool = False
 
     @property

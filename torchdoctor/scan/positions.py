@@ -77,8 +77,10 @@ class SourcePositions:
         confidence: str = "high",
         why: str | None = None,
         needs: Needs = None,
+        proven: bool = False,
     ) -> None:
-        confidence, why, needs = self._judged(rule, confidence, why, needs)
+        if not proven:  # what the file proves is not weighed again
+            confidence, why, needs = self._judged(rule, confidence, why, needs)
         line, end_line = node.lineno, node.end_lineno or node.lineno  # type: ignore[attr-defined]
         code = self.lines[line - 1].strip() if line - 1 < len(self.lines) else ""
         self.findings.append(
@@ -96,6 +98,7 @@ class SourcePositions:
                 confidence=confidence,
                 grounds=why,
                 needs=needs,
+                proven=proven,
             )
         )
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import re
 
+from ..astutil import assigned_values, dotted
 from ..context import Check, Context
 
 # The torch.cuda calls that raise without CUDA: 'Torch not compiled with CUDA enabled' on a
@@ -46,6 +47,17 @@ def on_call(ctx: Context, node: ast.Call) -> None:
     if fn not in RAISING:
         return
     low_why = "inside a try whose handler catches the error" if ctx.catch_all else None
+    if not low_why and _given_the_fallback(ctx, node):
+        ctx.report(
+            "TD003",
+            node,
+            f"`torch.cuda.{fn}()` is given the device this file picks with a CPU fallback: "
+            "where CUDA is absent that device is the CPU, and the call raises",
+            "call it only under `if torch.cuda.is_available():` (or use torch.accelerator)",
+            why="the argument is the file's own CUDA-or-CPU pick",
+            proven=True,
+        )
+        return
     if fn in MACHINERY:
         low_why = f"`torch.cuda.{fn}` is CUDA machinery: the code built on it is written for CUDA"
     ctx.report(
@@ -59,6 +71,32 @@ def on_call(ctx: Context, node: ast.Call) -> None:
             else ctx.written_for_its_machine(f"`torch.cuda.{fn}()`")
         ),
     )
+
+
+def _given_the_fallback(ctx: Context, node: ast.Call) -> bool:
+    """`torch.cuda.set_device(device)` where every value the function (else the module) gives
+    `device` is a pick that falls back to the CPU (`f"cuda:{n}" if torch.cuda.is_available()
+    else "cpu"`): on the machines the fallback is for, the call raises (ValueError "Expected a
+    cuda device, but got: cpu", or "Torch not compiled with CUDA enabled"). Sleep_pytorch's
+    trainers, blind set 208."""
+    arg = node.args[0] if node.args else None
+    if not isinstance(arg, ast.Name):
+        return False
+    scope = ctx.func.node if ctx.func is not None else ctx.module
+    values = assigned_values(scope, arg.id) or assigned_values(ctx.module, arg.id)
+    return bool(values) and all(_cpu_fallback_pick(v) for v in values)
+
+
+def _cpu_fallback_pick(expr: ast.expr) -> bool:
+    """`A if torch.cuda.is_available() else "cpu"` (or `torch.device(...)` of it)."""
+    if isinstance(expr, ast.Call) and dotted(expr.func).endswith("device") and expr.args:
+        expr = expr.args[0]
+    if not (isinstance(expr, ast.IfExp) and "is_available" in ast.unparse(expr.test)):
+        return False
+    other = expr.orelse
+    if isinstance(other, ast.Call) and dotted(other.func).endswith("device") and other.args:
+        other = other.args[0]
+    return isinstance(other, ast.Constant) and other.value == "cpu"
 
 
 CHECK = Check(
