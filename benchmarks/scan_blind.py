@@ -254,6 +254,11 @@ KIND_RULES: dict[str, frozenset[str]] = {
     "onnxruntime-cuda-device": frozenset({"TD002"}),
     "model-not-moved-to-device": frozenset({"TD303"}),
     "dataparallel-attribute": frozenset({"TD203"}),
+    # sets 209-216, mapped before their scoring: a `torch.mps.*` call outside any test (the MPS
+    # calls TD008 reads); a `.to(device)` copy handed to an optimizer, not a leaf on a GPU (no
+    # rule reads it)
+    "unguarded-mps-api": frozenset({"TD008"}),
+    "to-device-non-leaf-param": frozenset(),
 }
 # Label rows the labeller gave one root cause (method.md): recall is also counted per root.
 ONE_ROOT = {("lllyasviel/Fooocus", "ldm_patched/modules/model_management.py")}
