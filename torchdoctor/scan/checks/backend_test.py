@@ -145,11 +145,54 @@ def _is_device_kind(test: ast.expr, backend: str) -> bool:
 
 def _asked_around(ctx: Context, backend: str) -> bool:
     """An enclosing test already asks: `if torch.backends.mps.is_available():` around the
-    branch, or `if not …is_available(): raise` earlier in its function."""
+    branch, or `if not …is_available(): raise` earlier in its function, or `if MPS_AVAILABLE:`
+    where the module binds that name only to such a test (Matrix0's benchmarks/metrics.py,
+    blind set 210)."""
     return any(
-        entry is not None and _says_available(entry[0], backend) is entry[1]
+        entry is not None and _asks_for(ctx, entry[0], backend) is entry[1]
         for entry in ctx.tests_around()
     )
+
+
+def _asks_for(ctx: Context, test: ast.AST, backend: str) -> bool | None:
+    said = _says_available(test, backend)  # type: ignore[arg-type]
+    return _flag_available(ctx, test, backend) if said is None else said
+
+
+def _flag_available(ctx: Context, test: ast.AST, backend: str) -> bool | None:
+    """True where `test` is a name the module binds (at its top level, in a `try` or an `if`
+    there) only to what holds with the backend alone: `torch.backends.mps.is_available()`, that
+    in a conditional expression whose other arm is False, or False itself."""
+    if not isinstance(test, ast.Name):
+        return None
+    values = [
+        node.value
+        for node in _top_level(ctx.module.body)
+        if isinstance(node, ast.Assign)
+        and any(isinstance(t, ast.Name) and t.id == test.id for t in node.targets)
+    ]
+    return True if values and all(_only_with(v, backend) for v in values) else None
+
+
+def _top_level(stmts: list[ast.stmt]) -> list[ast.stmt]:
+    """The module's statements, those of its top-level `try`s and `if`s included."""
+    out = []
+    for stmt in stmts:
+        out.append(stmt)
+        if isinstance(stmt, (ast.Try, ast.If)):
+            for field in ("body", "orelse", "finalbody"):
+                out += _top_level(getattr(stmt, field, []))
+            for handler in getattr(stmt, "handlers", []):
+                out += _top_level(handler.body)
+    return out
+
+
+def _only_with(value: ast.expr, backend: str) -> bool:
+    if isinstance(value, ast.Constant):
+        return value.value is False
+    if isinstance(value, ast.IfExp):
+        return _only_with(value.body, backend) and _only_with(value.orelse, backend)
+    return _says_available(value, backend) is True
 
 
 def _gates(ctx: Context, backend: str) -> frozenset[str]:
@@ -220,6 +263,7 @@ def on_test(ctx: Context, node: ast.If | ast.IfExp) -> None:
         ):
             return  # the branch runs only where the backend is
         name, where, raises = OUTCOME[backend]
+        caught = {"confidence": "low", "why": "inside a try whose handler catches the error"}
         outcome = f"raises {raises}"
         if isinstance(used, ast.Call) and ctx.torch_call(used) in STREAMS:
             if used.args and isinstance(used.args[0], ast.Constant) and used.args[0].value is None:
@@ -234,6 +278,7 @@ def on_test(ctx: Context, node: ast.If | ast.IfExp) -> None:
             f"`{ast.unparse(atom)}` is true in every torch build since {SINCE[key]}, without "
             f"{name} support too: the branch runs on {where} and {outcome}",
             f"test `{FIX[backend]}`",
+            **(caught if ctx.catch_all else {}),
         )
         return
 

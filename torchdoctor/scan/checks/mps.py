@@ -78,6 +78,26 @@ def _not_mps(dev: ast.expr) -> bool:
     return "mps" not in text and bool(re.search(r"['\"](cpu|cuda)", text))
 
 
+def _kept_off_mps(ctx: Context, dev: ast.expr) -> bool:
+    """`device` is set to the CPU in a branch whose test names MPS (`if is_device_mps(x.device):
+    device = torch.device("cpu")`): the author moves this very work off MPS (LightDiffusion-Next's
+    Flux rope(), blind set 212)."""
+    if not isinstance(dev, ast.Name):
+        return False
+    scope = ctx.func.node if ctx.func is not None else ctx.module
+    return any(
+        isinstance(branch, ast.If)
+        and "mps" in ast.unparse(branch.test).lower()
+        and any(
+            isinstance(stmt, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == dev.id for t in stmt.targets)
+            and _not_mps(stmt.value)
+            for stmt in branch.body
+        )
+        for branch in ast.walk(scope)
+    )
+
+
 # NumPy calls whose result is float64 unless a dtype is given (checked on NumPy 2 and torch
 # 2.13: torch.from_numpy(np.linspace(0, 1, 5)).dtype is torch.float64)
 NUMPY_FLOAT64 = re.compile(
@@ -142,7 +162,7 @@ def _float64(ctx: Context, node: ast.Call) -> None:
         ctx.report("TD601", node, message, fix, needs=None if explicit else ("mps",))
         return
     if dev is not None and _float64_dtype(node):
-        if _not_mps(dev):
+        if _not_mps(dev) or _kept_off_mps(ctx, dev):
             return
         explicit = "mps" in ast.unparse(dev).lower()
         ctx.report("TD601", node, FLOAT64_MESSAGE, _FIX, needs=None if explicit else ("mps",))
