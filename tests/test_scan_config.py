@@ -127,14 +127,37 @@ def test_weights_only_default_from_requirements_txt_in_a_tree_without_git_mario_
     (tmp_path / "models" / "pipe.py").write_text(
         "import torch\nemb = torch.load(path, map_location='cpu')\n"
     )
+    _floor_silences_td102(tmp_path, tmp_path / "requirements.txt")
+
+
+def _floor_silences_td102(tree: Path, requirements: Path) -> None:
+    """The tree's loads draw no TD102 while `requirements` pins torch >= 2.6, and do once it
+    names torch without a floor."""
     config_for_dir.cache_clear()
-    found = scan_paths([str(tmp_path)], ScanOptions(confidence="low"), jobs=1).findings
-    assert [f.rule for f in found] == []
-    (tmp_path / "requirements.txt").write_text("torch\n")  # no floor: the note is back
+    try:
+        found = scan_paths([str(tree)], ScanOptions(confidence="low"), jobs=1).findings
+        assert [f.rule for f in found] == []
+        requirements.write_text("torch\n")  # no floor: the note is back
+        config_for_dir.cache_clear()
+        found = scan_paths([str(tree)], ScanOptions(confidence="low"), jobs=1).findings
+        assert [f.rule for f in found] == ["TD102"]
+    finally:
+        config_for_dir.cache_clear()
+
+
+def test_requirements_named_for_a_part_of_the_project_declare_its_floor_agentic_rag(tmp_path):
+    """gardan4/AgenticRAG (blind set 205): no pyproject.toml, setup.py or requirements.txt at
+    its root, but AGENT_requirements.txt pins torch==2.6.0+cu128, where `torch.load` defaults to
+    weights_only=True: TD102 has nothing to say about AGENT/'s loads."""
+    pinned = tmp_path / "AGENT_requirements.txt"
+    pinned.write_text("torch==2.6.0+cu128 --index-url https://download.pytorch.org/whl/cu128\n")
+    (tmp_path / "RAG_requirements.txt").write_text("fastapi\n")
+    code = tmp_path / "AGENT" / "train.py"
+    code.parent.mkdir()
+    code.write_text("import torch\nckpt = torch.load(path, map_location=device)\n")
     config_for_dir.cache_clear()
-    found = scan_paths([str(tmp_path)], ScanOptions(confidence="low"), jobs=1).findings
-    assert [f.rule for f in found] == ["TD102"]
-    config_for_dir.cache_clear()
+    assert config_for_dir(str(code.parent)).torch_min == (2, 6)
+    _floor_silences_td102(tmp_path, pinned)
 
 
 def test_nested_requirements_without_torch_defer_to_the_project_cp_swiss_german_asr(tmp_path):
