@@ -111,3 +111,9 @@ def scan_paths_of(src: str, tmp: Path) -> list:
     """The default output of a scan of a tree holding this one file."""
     (tmp / "train.py").write_text(src)
     return scan_paths([str(tmp)], ScanOptions(), jobs=1).findings
+
+
+def test_a_parameter_of_the_same_name_is_the_callers_device_not_the_files_pick():
+    src = SLEEP + "\n\ndef place(device):\n    torch.cuda.set_device(device)\n"
+    findings, _ = scan_source("train.py", src, ScanOptions(confidence="low"))
+    assert [(f.line, f.proven) for f in findings] == [(6, True), (10, False)]

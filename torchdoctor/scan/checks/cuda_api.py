@@ -82,6 +82,8 @@ def _given_the_fallback(ctx: Context, node: ast.Call) -> bool:
     arg = node.args[0] if node.args else None
     if not isinstance(arg, ast.Name):
         return False
+    if any(arg.id in f.params() for f in ctx.funcs):
+        return False  # a caller's device, whatever the module picks
     scope = ctx.func.node if ctx.func is not None else ctx.module
     values = assigned_values(scope, arg.id) or assigned_values(ctx.module, arg.id)
     return bool(values) and all(_cpu_fallback_pick(v) for v in values)
