@@ -12,8 +12,10 @@ with `--commit`'s rules, the calibration table emptied (as scan_calibration.py d
 label is a must-flag the rule points at), and prints, per rule and feature, the real share
 counted by repository (each repository where the rule fired weighs one, split by the share of
 its findings there that were real) and by finding. Then an oracle: the classes of the rules' own
-reasoning (rule, own confidence, file falls back, file saves), shown best first while the pooled
-precision stays at 90 %: an upper bound, in sample, of what choosing classes alone can find.
+reasoning (rule, own confidence, file falls back, file saves), taken best first, each one that
+keeps the pooled precision at 90 % or more (one that would not is skipped): an upper bound, in
+sample, of what choosing classes alone can find. Saves are `torch.save` calls by that name
+(an aliased `th.save` is not seen).
 
 The verdicts were read after these sets were scored: this measures features, it is not a blind
 figure.
@@ -112,14 +114,16 @@ def device_saves(files: dict[str, str]) -> set[str]:
 def load_keys(rel: str, text: str, line: int) -> set[str]:
     module = ast.parse(text)
     scopes = _enclosing(module)
-    for node in ast.walk(module):
-        if (
-            isinstance(node, ast.Call)
-            and node.lineno == line
-            and dotted(node.func).endswith("load")
-        ):
-            return _keys(rel, scopes.get(id(node), module), path_argument(node, 0, "f"))
-    return set()
+    loads = [
+        node
+        for node in ast.walk(module)
+        if isinstance(node, ast.Call) and node.lineno == line and dotted(node.func).endswith("load")
+    ]
+    # the torch.load of the finding, not an outer json.load / np.load on the same line
+    loads.sort(key=lambda n: not dotted(n.func).endswith("torch.load"))
+    if not loads:
+        return set()
+    return _keys(rel, scopes.get(id(loads[0]), module), path_argument(loads[0], 0, "f"))
 
 
 def uses_device_variable(text: str, line: int) -> bool | None:
@@ -154,7 +158,10 @@ def findings_of_set(n: int, code: Path, corpus_root: Path) -> list[dict]:
             if not found:
                 continue
             files = python_files(tree)
-            readme = next((p for p in tree.iterdir() if p.name.lower().startswith("readme")), None)
+            readme = next(
+                (p for p in tree.iterdir() if p.is_file() and p.name.lower().startswith("readme")),
+                None,
+            )
             repo = {
                 "falls_back": any(falls_back(t) for t in files.values()),
                 "cuda_only": any(cuda_only_reason(t) for t in files.values()),

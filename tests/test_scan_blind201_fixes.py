@@ -7,6 +7,8 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from torchdoctor.scan import ScanOptions, scan_paths
 from torchdoctor.scan.engine import scan_source
 
@@ -117,3 +119,28 @@ def test_a_parameter_of_the_same_name_is_the_callers_device_not_the_files_pick()
     src = SLEEP + "\n\ndef place(device):\n    torch.cuda.set_device(device)\n"
     findings, _ = scan_source("train.py", src, ScanOptions(confidence="low"))
     assert [(f.line, f.proven) for f in findings] == [(6, True), (10, False)]
+
+
+@pytest.mark.parametrize(
+    "src",
+    [
+        SLEEP.replace(
+            "torch.cuda.set_device(device)",
+            "for device in range(4):\n    torch.cuda.set_device(device)",
+        ),
+        SLEEP + "assert torch.cuda.is_available()\n",  # the script stops without CUDA first
+        SLEEP + "from torch.utils.cpp_extension import load\nload(name='k', sources=['k.cu'])\n",
+    ],
+)
+def test_the_proven_case_needs_the_pick_to_be_the_only_binding_and_the_file_to_need_no_cuda(src):
+    findings, _ = scan_source("train.py", src, ScanOptions(confidence="low"))
+    assert [f.proven for f in findings if f.rule == "TD003"] == [False]
+
+
+def test_asserts_in_a_nested_branch_or_with_an_alternative_do_not_make_the_file_cuda_only():
+    src = PCCLS.replace(
+        '    assert torch.cuda.is_available() and cfg.mode in ["train", "test"]\n',
+        '    if "--gpu" in sys.argv:\n        assert torch.cuda.is_available()\n'
+        '    assert torch.cuda.is_available() or "--cpu" in sys.argv\n',
+    )
+    assert found(src) == [("TD202", 6, "high")]

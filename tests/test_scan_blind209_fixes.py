@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import textwrap
 
+import pytest
+
 from torchdoctor.scan.engine import ScanOptions, scan_source
 
 
@@ -77,4 +79,57 @@ def test_float64_on_a_device_the_function_keeps_off_mps_lightdiffusion_next():
 
 def test_float64_on_a_device_kept_off_cuda_only_is_still_flagged():
     src = ROPE.replace("is_device_mps(pos.device)", "is_device_cuda(pos.device)")
+    assert [r[0] for r in found(src)] == ["TD601"]
+
+
+@pytest.mark.parametrize(
+    "src",
+    [
+        # the flag also comes from an import
+        "try:\n    from config import USE_MPS\nexcept ImportError:\n    USE_MPS = False\n",
+        # a function may rebind it
+        "USE_MPS = False\n\ndef enable(flag):\n    global USE_MPS\n    USE_MPS = flag\n",
+    ],
+)
+def test_a_flag_bound_elsewhere_too_gates_nothing(src):
+    body = 'def sync():\n    if USE_MPS:\n        if hasattr(torch, "mps"):\n            torch.mps.synchronize()\n'
+    found_here = found("import torch\n" + src + "\n" + body)
+    assert [r[0] for r in found_here] == ["TD008"]
+
+
+def test_a_parameter_named_like_the_flag_is_the_callers_value():
+    src = MATRIX0.replace("def sample():", "def sample(MPS_AVAILABLE):")
+    assert ("TD008", 10, "high") in found(src)
+
+
+NEGATED = """
+import torch
+
+def f(device):
+    if "mps" not in str(device):
+        device = torch.device("cpu")
+    return torch.arange(3, dtype=torch.float64, device=device)
+"""
+TOO_LATE = """
+import torch
+
+def f(device):
+    y = torch.arange(3, dtype=torch.float64, device=device)
+    if device.type == "mps":
+        device = torch.device("cpu")
+    return y
+"""
+ANOTHER_FUNCTION = """
+import torch
+
+def f(device):
+    def helper():
+        if device.type == "mps":
+            device = torch.device("cpu")
+    return torch.arange(3, dtype=torch.float64, device=device)
+"""
+
+
+@pytest.mark.parametrize("src", [NEGATED, TOO_LATE, ANOTHER_FUNCTION])
+def test_float64_on_a_device_not_kept_off_mps_before_it_is_built(src):
     assert [r[0] for r in found(src)] == ["TD601"]

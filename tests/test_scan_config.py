@@ -283,3 +283,19 @@ def test_pre_commit_try_repo_on_a_sample_project(tmp_path):
         pytest.skip("no package index reachable for pre-commit's virtualenv")
     assert run.returncode == 1, run.stdout + run.stderr
     assert "TD001" in run.stdout and "torchdoctor scan" in run.stdout
+
+
+def test_a_parts_requirements_file_does_not_hide_the_projects_floor(tmp_path):
+    """A demo's own demo_requirements.txt naming torch without a version is not a project
+    root: the pyproject.toml above it, torch>=2.6, still decides."""
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\nname = "p"\ndependencies = ["torch>=2.6"]\n'
+    )
+    demo = tmp_path / "demo"
+    demo.mkdir()
+    (demo / "demo_requirements.txt").write_text("torch\n")
+    config_for_dir.cache_clear()
+    try:
+        assert config_for_dir(str(demo)).torch_min == (2, 6)
+    finally:
+        config_for_dir.cache_clear()

@@ -16,24 +16,40 @@ def found(src: str) -> list[tuple[str, int]]:
     return [(f.rule, f.line) for f in findings]
 
 
-@pytest.mark.parametrize(
-    "path",
-    [
-        'os.path.join(checkpoint, "model_args.bin")',  # vec2text's analyze_utils.py
-        "f'{unpacked}/stats.pt'",  # a MAPPO runner's episode statistics
-        "args.history_path",  # DiffBinaural's loss history
-    ],
-)
-def test_args_statistics_and_history_files_hold_no_cuda_tensors(path):
-    """map_location is moot for a file of Python numbers; weights_only still matters."""
-    src = f"""
+def _restore(load: str) -> str:
+    return f"""
     import os
     import torch
 
-    def restore(args, checkpoint, unpacked):
-        return torch.load({path})
+    def restore(args, checkpoint, unpacked, model_args, history_dir):
+        return {load}
     """
-    assert found(src) == [("TD102", 6)]
+
+
+@pytest.mark.parametrize(
+    "load",
+    [
+        'torch.load(os.path.join(checkpoint, "model_args.bin"))',  # vec2text's analyze_utils.py
+        "torch.load(f'{unpacked}/stats.pt')",  # a MAPPO runner's episode statistics
+        "torch.load(args.history_path)['history']",  # DiffBinaural's loss history
+    ],
+)
+def test_args_statistics_and_history_files_hold_no_cuda_tensors(load):
+    """map_location is moot for a file of Python numbers; weights_only still matters."""
+    assert found(_restore(load)) == [("TD102", 6)]
+
+
+@pytest.mark.parametrize(
+    "load",
+    [
+        'torch.load(os.path.join(model_args.model_name_or_path, "pytorch_model.bin"))',
+        'torch.load(f"{history_dir}/best_model.pt")',
+        "torch.load(args.history_path)",
+    ],
+)
+def test_the_same_words_as_variable_names_say_nothing_of_the_file(load):
+    """A Hugging Face `model_args` namespace or a `history_dir` folder holds any checkpoint."""
+    assert ("TD101", 6) in found(_restore(load))
 
 
 def test_a_checkpoint_whose_name_merely_contains_args_is_still_flagged():
@@ -74,5 +90,16 @@ def test_a_user_path_beside_inspect_elsewhere_is_still_flagged():
     def load(path):
         print(inspect.getfile(load))
         return torch.load(path)
+    """
+    assert {rule for rule, _ in found(src)} == {"TD101", "TD102"}
+
+
+def test_a_function_named_getfile_from_elsewhere_is_no_package_anchor():
+    src = """
+    import torch
+    from mylib.hub import getfile
+
+    def load(url):
+        return torch.load(getfile(url))
     """
     assert {rule for rule, _ in found(src)} == {"TD101", "TD102"}

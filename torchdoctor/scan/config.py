@@ -142,7 +142,7 @@ def _project_roots(directory: str) -> Iterator[str]:
     """The folders at or above `directory` that look like a project's root, nearest first."""
     d = os.path.abspath(directory)
     while True:
-        if any(os.path.exists(os.path.join(d, m)) for m in PROJECT_MARKERS) or _requirements_in(d):
+        if any(os.path.exists(os.path.join(d, m)) for m in PROJECT_MARKERS):
             yield d
         parent = os.path.dirname(d)
         if parent == d:
@@ -191,25 +191,28 @@ def _strings(lists: list[Any]) -> list[str]:
     return [d for deps in lists if isinstance(deps, list) for d in deps if isinstance(d, str)]
 
 
-def _listing(folder: str) -> list[str]:
+@lru_cache(maxsize=4096)  # the folders above a tree: each listed once per run, not per folder
+def _requirement_files(folder: str) -> tuple[str, ...]:
     try:
-        return sorted(os.listdir(folder))
+        names = sorted(os.listdir(folder))
     except OSError:  # unreadable: it declares nothing we can see
-        return []
+        return ()
+    return tuple(n for n in names if "requirements" in n.lower() and n.lower().endswith(".txt"))
 
 
-def _requirement_files(folder: str) -> list[str]:
-    return [n for n in _listing(folder) if _is_requirements(n)]
-
-
-def _is_requirements(name: str) -> bool:
-    return "requirements" in name.lower() and name.lower().endswith(".txt")
-
-
-def _requirements_in(folder: str) -> bool:
-    """A root without packaging files may name its requirements for a part of the project
-    (gardan4/AgenticRAG's AGENT_requirements.txt and RAG_requirements.txt, blind set 205)."""
-    return bool(_requirement_files(folder))
+def _floor_of_parts(directory: str) -> tuple[int, int] | None:
+    """No project root names torch: the nearest folder at or above `directory` whose requirement
+    files name it, whatever their names say they are for (gardan4/AgenticRAG, blind set 205, has
+    no packaging file or requirements.txt, but AGENT_requirements.txt pins torch==2.6.0)."""
+    d = os.path.abspath(directory)
+    while True:
+        reqs = [_read(os.path.join(d, name)) or "" for name in _requirement_files(d)]
+        if any(TORCH_REQ.search(r) for r in reqs):
+            return torch_lower_bound(reqs)
+        parent = os.path.dirname(d)
+        if parent == d:
+            return None
+        d = parent
 
 
 def _torch_min(directory: str, cfg: shared_config.Config) -> tuple[int, int] | None:
@@ -227,7 +230,7 @@ def _torch_min(directory: str, cfg: shared_config.Config) -> tuple[int, int] | N
         reqs = [_read(os.path.join(root, name)) or "" for name in _requirement_files(root)]
         if any(TORCH_REQ.search(r) for r in [*declared, *reqs]):
             return torch_lower_bound(reqs)
-    return None
+    return _floor_of_parts(directory)
 
 
 @lru_cache(maxsize=8192)  # one per folder of the tree: a big tree has thousands

@@ -30,7 +30,7 @@ from .astutil import (
 from .bindings import DEVICE_VARIABLE, Bindings
 from .calls import CallSites
 from .confidence import lower
-from .cuda_only import DEVICE_RULES, cuda_only_reason
+from .cuda_only import ASSERTS, DEVICE_RULES, asserts_cuda, cuda_only_reason
 from .guards import DeviceGuards
 from .hooks import AssignHook, CallHook, Check, Hooks
 from .positions import NEWLINE, Judged, Needs, SourcePositions
@@ -144,14 +144,21 @@ class Context(SourcePositions, Bindings, DeviceGuards, CallSites, ast.NodeVisito
     def _judged(self, rule: str, confidence: str, why: str | None, needs: Needs) -> Judged:
         if rule not in DEVICE_RULES:
             return confidence, why, needs
-        if "cuda_only" not in self.memo:
-            self.memo["cuda_only"] = cuda_only_reason(self.text)
-        reason = self.memo["cuda_only"]
+        reason = self.cuda_only()
         if reason is None:
             return confidence, why, needs
         # callers that leave a CUDA default out cannot raise it: the file runs on CUDA anyway
         kept = None if needs and needs[0] == "callers" else needs
         return lower(confidence, "low"), str(reason), kept
+
+    def cuda_only(self) -> str | None:
+        """Why the whole file runs on CUDA only (cuda_only.py), or None."""
+        if "cuda_only" not in self.memo:
+            reason = cuda_only_reason(self.text)
+            if reason is None and "assert" in self.text and asserts_cuda(self.module):
+                reason = ASSERTS
+            self.memo["cuda_only"] = reason
+        return self.memo["cuda_only"]  # type: ignore[return-value]
 
     @property
     def in_class(self) -> bool:

@@ -19,6 +19,7 @@ Findings of the device rules there keep a `low` confidence, with the reason."""
 
 from __future__ import annotations
 
+import ast
 import re
 
 _RANK = r"\s*(?:self\.|args\.|opt\.)?(?:local_)?rank\s*\)"
@@ -84,17 +85,6 @@ MARKERS: tuple[tuple[tuple[str, ...], re.Pattern[str], str], ...] = (
         re.compile(r"\bCUDAExtension\b|cuda_sources\s*=|[\"'][\w/.-]+\.cu[\"']"),
         "builds CUDA kernels",
     ),
-    # the script asserts CUDA before it runs (at the top level, or in its `__main__` block):
-    # every function it calls runs on CUDA (PCCLS's tools/main.py, blind set 204)
-    (
-        ("assert torch.cuda.is_available", "assert cuda.is_available"),
-        re.compile(
-            r"""^(?:if\s+__name__\s*==\s*["']__main__["'].*?^[ \t]+)?"""
-            r"assert\s+(?:torch\.)?cuda\.is_available\(\)",
-            re.M | re.S,
-        ),
-        "asserts that CUDA is available before it runs",
-    ),
     # one process per GPU, each on the GPU of its rank: `.cuda(rank)`, `.cuda(args.local_rank)`,
     # `torch.cuda.Stream(local_rank)` (vits, RVC, MeloTTS trainers; arcface_torch's partial FC)
     (("rank",), re.compile(RANK_GPU), "puts each process on the GPU of its rank"),
@@ -107,6 +97,30 @@ OTHER_DEVICE = re.compile(r"is_available|[\"']cpu[\"']|\bmps\b|\bxpu\b|device_co
 DEVICE_RULES = frozenset([
     "TD001", "TD002", "TD003", "TD004", "TD005", "TD006", "TD007", "TD101", "TD103", "TD202", "TD501", "TD502",
 ])  # fmt: skip
+
+
+ASSERTS = "the file asserts that CUDA is available before it runs: it runs on CUDA only"
+
+
+def asserts_cuda(module: ast.Module) -> bool:
+    """`assert torch.cuda.is_available()` (alone, or first in an `and`) as a statement of the
+    module or of its `if __name__ == "__main__":` block: every function the script calls runs
+    on CUDA (PCCLS's tools/main.py, blind set 204). Not in a nested `if` or a function."""
+    main = [
+        s
+        for s in module.body
+        if isinstance(s, ast.If)
+        and "__main__" in ast.unparse(s.test)
+        and "__name__" in ast.unparse(s.test)
+    ]
+    stmts = [*module.body, *(b for m in main for b in m.body)]
+    return any(isinstance(s, ast.Assert) and _needs_cuda(s.test) for s in stmts)
+
+
+def _needs_cuda(test: ast.expr) -> bool:
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return any(_needs_cuda(v) for v in test.values)
+    return isinstance(test, ast.Call) and ast.unparse(test.func).endswith("cuda.is_available")
 
 
 def cuda_only_reason(text: str) -> str | None:

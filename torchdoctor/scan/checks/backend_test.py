@@ -163,15 +163,31 @@ def _flag_available(ctx: Context, test: ast.AST, backend: str) -> bool | None:
     """True where `test` is a name the module binds (at its top level, in a `try` or an `if`
     there) only to what holds with the backend alone: `torch.backends.mps.is_available()`, that
     in a conditional expression whose other arm is False, or False itself."""
-    if not isinstance(test, ast.Name):
-        return None
+    if not isinstance(test, ast.Name) or any(test.id in f.params() for f in ctx.funcs):
+        return None  # not a name, or a parameter's (the caller's) value
     values = [
         node.value
         for node in _top_level(ctx.module.body)
         if isinstance(node, ast.Assign)
         and any(isinstance(t, ast.Name) and t.id == test.id for t in node.targets)
     ]
+    if len(values) != _bindings(ctx.module, test.id):
+        return None  # also bound by an import, a loop, `global` in a function…
     return True if values and all(_only_with(v, backend) for v in values) else None
+
+
+def _bindings(module: ast.Module, name: str) -> int:
+    """Every place the module binds `name`: stores, imports (`from config import USE_MPS`),
+    and one more for any function that declares it `global` (it may rebind it at any time)."""
+    count = 0
+    for node in ast.walk(module):
+        if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store):
+            count += 1
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            count += sum((a.asname or a.name.split(".")[0]) == name for a in node.names)
+        elif isinstance(node, ast.Global) and name in node.names:
+            count += 1
+    return count
 
 
 def _top_level(stmts: list[ast.stmt]) -> list[ast.stmt]:

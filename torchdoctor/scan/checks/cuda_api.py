@@ -84,9 +84,26 @@ def _given_the_fallback(ctx: Context, node: ast.Call) -> bool:
         return False
     if any(arg.id in f.params() for f in ctx.funcs):
         return False  # a caller's device, whatever the module picks
+    if ctx.cuda_only() is not None:
+        return False  # the file stops without CUDA first (it asserts it, builds kernels…)
     scope = ctx.func.node if ctx.func is not None else ctx.module
-    values = assigned_values(scope, arg.id) or assigned_values(ctx.module, arg.id)
-    return bool(values) and all(_cpu_fallback_pick(v) for v in values)
+    if not _stores(scope, arg.id):
+        scope = ctx.module
+    values = assigned_values(scope, arg.id)
+    # every binding a plain assignment of a pick: not a loop variable, a `with … as`, a tuple
+    return (
+        bool(values)
+        and len(values) == _stores(scope, arg.id)
+        and all(map(_cpu_fallback_pick, values))
+    )
+
+
+def _stores(scope: ast.AST, name: str) -> int:
+    return sum(
+        1
+        for n in ast.walk(scope)
+        if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)
+    )
 
 
 def _cpu_fallback_pick(expr: ast.expr) -> bool:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import ast
 import re
 
-from ..astutil import assigned_values, call_name, dotted
+from ..astutil import assigned_values, call_name, dotted, own_nodes
 from ..context import Check, Context
 from .numpy_call import _on_device, _placement
 
@@ -78,24 +78,38 @@ def _not_mps(dev: ast.expr) -> bool:
     return "mps" not in text and bool(re.search(r"['\"](cpu|cuda)", text))
 
 
-def _kept_off_mps(ctx: Context, dev: ast.expr) -> bool:
-    """`device` is set to the CPU in a branch whose test names MPS (`if is_device_mps(x.device):
-    device = torch.device("cpu")`): the author moves this very work off MPS (LightDiffusion-Next's
-    Flux rope(), blind set 212)."""
+def _kept_off_mps(ctx: Context, dev: ast.expr, at: int) -> bool:
+    """`device` is set to the CPU, before line `at`, in a branch of the same function whose test
+    asks whether something is on MPS (`if is_device_mps(x.device): device = torch.device("cpu")`):
+    the author moves this very work off MPS (LightDiffusion-Next's Flux rope(), blind set 212).
+    Not under a negated test (`if "mps" not in …`)."""
     if not isinstance(dev, ast.Name):
         return False
     scope = ctx.func.node if ctx.func is not None else ctx.module
     return any(
         isinstance(branch, ast.If)
-        and "mps" in ast.unparse(branch.test).lower()
+        and (branch.end_lineno or 0) < at
+        and _asks_mps(branch.test)
         and any(
             isinstance(stmt, ast.Assign)
             and any(isinstance(t, ast.Name) and t.id == dev.id for t in stmt.targets)
+            and "cpu" in ast.unparse(stmt.value).lower()
             and _not_mps(stmt.value)
             for stmt in branch.body
         )
-        for branch in ast.walk(scope)
+        for branch in own_nodes([scope])
     )
+
+
+def _asks_mps(test: ast.expr) -> bool:
+    negated = any(
+        (isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.Not))
+        or (
+            isinstance(n, ast.Compare) and any(isinstance(o, (ast.NotEq, ast.NotIn)) for o in n.ops)
+        )
+        for n in ast.walk(test)
+    )
+    return not negated and "mps" in ast.unparse(test).lower()
 
 
 # NumPy calls whose result is float64 unless a dtype is given (checked on NumPy 2 and torch
@@ -162,7 +176,7 @@ def _float64(ctx: Context, node: ast.Call) -> None:
         ctx.report("TD601", node, message, fix, needs=None if explicit else ("mps",))
         return
     if dev is not None and _float64_dtype(node):
-        if _not_mps(dev) or _kept_off_mps(ctx, dev):
+        if _not_mps(dev) or _kept_off_mps(ctx, dev, node.lineno):
             return
         explicit = "mps" in ast.unparse(dev).lower()
         ctx.report("TD601", node, FLOAT64_MESSAGE, _FIX, needs=None if explicit else ("mps",))

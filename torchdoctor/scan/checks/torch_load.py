@@ -23,8 +23,12 @@ from ..saved_files import path_argument, path_keys
 # files, statistics or a run's history of losses (vec2text's `model_args.bin`, a MAPPO
 # runner's `stats.pt`, DiffBinaural's `history`: sets 162-194, seven lookalikes, no pitfall).
 CPU_ONLY_STATE = re.compile(
-    r"rng|random|sched|scaler|lr_|cache|processed|offload|_args\b|stats|history", re.I
+    r"rng|random|sched|scaler|lr_|cache|processed|offload|training_args", re.I
 )
+# Read only in the path's string parts (a file name) or the key read from what is loaded
+# (`torch.load(p)["history"]`): as variable names they say nothing (`model_args.model_name_or_path`)
+CPU_ONLY_FILE = re.compile(r"_args\b|stats|history", re.I)
+KEY_READ = re.compile(r"""\s*\[\s*["']([^"'\]]+)["']\s*\]""")
 SAFE_GLOBALS = re.compile(r"safe_globals$")
 # Code that runs on whatever device it is given: `.to(device)`, a `device` parameter.
 DEVICE_PARAMETER = re.compile(r"\.to\(\s*(?:self\.|args\.)?device\s*[,)]|def \w+\([^)]*\bdevice\b")
@@ -57,7 +61,25 @@ def _cpu_only_state(ctx: Context, node: ast.Call) -> bool:
     parent = ctx.parents.get(id(node))
     if isinstance(parent, ast.Call):  # torch.set_rng_state(torch.load(p)), sched.load_state_dict(…)
         texts.append(dotted(parent.func))
-    return any(CPU_ONLY_STATE.search(t) for t in texts)
+    if any(CPU_ONLY_STATE.search(t) for t in texts):
+        return True
+    names = [
+        n.value
+        for n in (ast.walk(path) if path is not None else ())
+        if isinstance(n, ast.Constant) and isinstance(n.value, str)
+    ]
+    key = _key_read(ctx, node)
+    if key is not None:
+        names.append(key)  # torch.load(p)["history"]
+    return any(CPU_ONLY_FILE.search(t) for t in names)
+
+
+def _key_read(ctx: Context, node: ast.Call) -> str | None:
+    """The string key read from the load's result on its own line: `torch.load(p)["history"]`."""
+    line = ctx.lines[node.end_lineno - 1].encode()  # type: ignore[operator]
+    after = line[node.end_col_offset :].decode(errors="ignore")  # offsets count UTF-8 bytes
+    m = KEY_READ.match(after)
+    return m.group(1) if m else None
 
 
 def _load_keys(ctx: Context, node: ast.Call) -> list[str]:
@@ -166,7 +188,7 @@ def _path_exprs(ctx: Context, node: ast.Call) -> list[ast.expr]:
 
 # `inspect.getfile(self.__init__)`: the loading code's own file, as `__file__` names it (the
 # LPIPS copies that ship their linear layers' weights beside them; blind set 190)
-SOURCE_FILE = frozenset(["inspect.getfile", "inspect.getsourcefile", "getfile", "getsourcefile"])
+SOURCE_FILE = frozenset(["inspect.getfile", "inspect.getsourcefile"])
 
 
 def _packaged(ctx: Context, node: ast.Call) -> bool:
