@@ -54,9 +54,10 @@ def train(cfg):
     return model
 
 if __name__ == "__main__":
-    cfg = load()
-    assert torch.cuda.is_available() and cfg.mode in ["train", "test"]
-    train(cfg)
+    for i in range(10):
+        cfg = load()
+        assert torch.cuda.is_available() and cfg.mode in ["train", "test"]
+        train(cfg)
 """
 
 
@@ -69,7 +70,7 @@ def test_a_script_that_asserts_cuda_in_its_main_block_runs_on_cuda_only_pccls():
 
 def test_an_assert_inside_one_function_does_not_make_the_file_cuda_only():
     src = PCCLS.replace(
-        '    assert torch.cuda.is_available() and cfg.mode in ["train", "test"]\n', ""
+        '        assert torch.cuda.is_available() and cfg.mode in ["train", "test"]\n', ""
     ).replace(
         "    return model\n",
         "    return model\n\ndef other():\n    assert torch.cuda.is_available()\n",
@@ -139,8 +140,8 @@ def test_the_proven_case_needs_the_pick_to_be_the_only_binding_and_the_file_to_n
 
 def test_asserts_in_a_nested_branch_or_with_an_alternative_do_not_make_the_file_cuda_only():
     src = PCCLS.replace(
-        '    assert torch.cuda.is_available() and cfg.mode in ["train", "test"]\n',
-        '    if "--gpu" in sys.argv:\n        assert torch.cuda.is_available()\n'
-        '    assert torch.cuda.is_available() or "--cpu" in sys.argv\n',
+        '        assert torch.cuda.is_available() and cfg.mode in ["train", "test"]\n',
+        '        if "--gpu" in sys.argv:\n            assert torch.cuda.is_available()\n'
+        '        assert torch.cuda.is_available() or "--cpu" in sys.argv\n',
     )
     assert found(src) == [("TD202", 6, "high")]

@@ -104,8 +104,9 @@ ASSERTS = "the file asserts that CUDA is available before it runs: it runs on CU
 
 def asserts_cuda(module: ast.Module) -> bool:
     """`assert torch.cuda.is_available()` (alone, or first in an `and`) as a statement of the
-    module or of its `if __name__ == "__main__":` block: every function the script calls runs
-    on CUDA (PCCLS's tools/main.py, blind set 204). Not in a nested `if` or a function."""
+    module or of its `if __name__ == "__main__":` block (or of a loop, `with` or `try` there):
+    every function the script calls runs on CUDA (PCCLS's tools/main.py, blind set 204). Not in
+    a nested `if` or a function."""
     main = [
         s
         for s in module.body
@@ -113,8 +114,19 @@ def asserts_cuda(module: ast.Module) -> bool:
         and "__main__" in ast.unparse(s.test)
         and "__name__" in ast.unparse(s.test)
     ]
-    stmts = [*module.body, *(b for m in main for b in m.body)]
+    stmts = _unconditional([*module.body, *(b for m in main for b in m.body)])
     return any(isinstance(s, ast.Assert) and _needs_cuda(s.test) for s in stmts)
+
+
+def _unconditional(stmts: list[ast.stmt]) -> list[ast.stmt]:
+    """These statements and those of the loops, `with`s and `try`s among them, not of an `if`
+    (PCCLS asserts inside the `for` of its `__main__` block)."""
+    out = []
+    for s in stmts:
+        out.append(s)
+        if isinstance(s, (ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try)):
+            out += _unconditional(s.body)
+    return out
 
 
 def _needs_cuda(test: ast.expr) -> bool:
