@@ -192,6 +192,21 @@ def own_nodes(nodes: list[ast.AST]) -> Iterator[ast.AST]:
                 push(value)
 
 
+def bindings(scope: ast.AST, name: str) -> int:
+    """How many places under `scope` bind `name`: stores (`x = …`, `for x in`, `with … as x`),
+    imports (`from config import x`), and `global x` declarations (a function that may rebind
+    it at any time)."""
+    count = 0
+    for node in ast.walk(scope):
+        if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store):
+            count += 1
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            count += sum((a.asname or a.name.split(".")[0]) == name for a in node.names)
+        elif isinstance(node, ast.Global) and name in node.names:
+            count += 1
+    return count
+
+
 def first_stores(nodes: list[ast.AST]) -> dict[str, int]:
     """name -> the first line where this scope assigns it."""
     out: dict[str, int] = {}

@@ -17,7 +17,7 @@ from __future__ import annotations
 import ast
 from collections import deque
 
-from ..astutil import dotted, parent_map
+from ..astutil import bindings, dotted, parent_map
 from ..context import Check, Context
 
 # hasattr(<owner>, "<name>") -> the backend it seems to test
@@ -171,23 +171,9 @@ def _flag_available(ctx: Context, test: ast.AST, backend: str) -> bool | None:
         if isinstance(node, ast.Assign)
         and any(isinstance(t, ast.Name) and t.id == test.id for t in node.targets)
     ]
-    if len(values) != _bindings(ctx.module, test.id):
+    if len(values) != bindings(ctx.module, test.id):
         return None  # also bound by an import, a loop, `global` in a function…
     return True if values and all(_only_with(v, backend) for v in values) else None
-
-
-def _bindings(module: ast.Module, name: str) -> int:
-    """Every place the module binds `name`: stores, imports (`from config import USE_MPS`),
-    and one more for any function that declares it `global` (it may rebind it at any time)."""
-    count = 0
-    for node in ast.walk(module):
-        if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store):
-            count += 1
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            count += sum((a.asname or a.name.split(".")[0]) == name for a in node.names)
-        elif isinstance(node, ast.Global) and name in node.names:
-            count += 1
-    return count
 
 
 def _top_level(stmts: list[ast.stmt]) -> list[ast.stmt]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import re
 
-from ..astutil import assigned_values, dotted
+from ..astutil import assigned_values, bindings, dotted
 from ..context import Check, Context
 
 # The torch.cuda calls that raise without CUDA: 'Torch not compiled with CUDA enabled' on a
@@ -87,22 +87,14 @@ def _given_the_fallback(ctx: Context, node: ast.Call) -> bool:
     if ctx.cuda_only() is not None:
         return False  # the file stops without CUDA first (it asserts it, builds kernels…)
     scope = ctx.func.node if ctx.func is not None else ctx.module
-    if not _stores(scope, arg.id):
+    if not bindings(scope, arg.id):
         scope = ctx.module
     values = assigned_values(scope, arg.id)
     # every binding a plain assignment of a pick: not a loop variable, a `with … as`, a tuple
     return (
         bool(values)
-        and len(values) == _stores(scope, arg.id)
+        and len(values) == bindings(scope, arg.id)
         and all(map(_cpu_fallback_pick, values))
-    )
-
-
-def _stores(scope: ast.AST, name: str) -> int:
-    return sum(
-        1
-        for n in ast.walk(scope)
-        if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)
     )
 
 
