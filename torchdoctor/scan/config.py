@@ -138,16 +138,22 @@ def _read(path: str) -> str | None:
         return None
 
 
-def _project_roots(directory: str) -> Iterator[str]:
-    """The folders at or above `directory` that look like a project's root, nearest first."""
+def _ancestors(directory: str) -> Iterator[str]:
+    """`directory` and every folder above it, nearest first."""
     d = os.path.abspath(directory)
     while True:
-        if any(os.path.exists(os.path.join(d, m)) for m in PROJECT_MARKERS):
-            yield d
+        yield d
         parent = os.path.dirname(d)
         if parent == d:
             return
         d = parent
+
+
+def _project_roots(directory: str) -> Iterator[str]:
+    """The folders at or above `directory` that look like a project's root, nearest first."""
+    for d in _ancestors(directory):
+        if any(os.path.exists(os.path.join(d, m)) for m in PROJECT_MARKERS):
+            yield d
 
 
 def _pyproject_requirements(cfg: shared_config.Config) -> list[str]:
@@ -204,15 +210,11 @@ def _floor_of_parts(directory: str) -> tuple[int, int] | None:
     """No project root names torch: the nearest folder at or above `directory` whose requirement
     files name it, whatever their names say they are for (gardan4/AgenticRAG, blind set 205, has
     no packaging file or requirements.txt, but AGENT_requirements.txt pins torch==2.6.0)."""
-    d = os.path.abspath(directory)
-    while True:
+    for d in _ancestors(directory):
         reqs = [_read(os.path.join(d, name)) or "" for name in _requirement_files(d)]
         if any(TORCH_REQ.search(r) for r in reqs):
             return torch_lower_bound(reqs)
-        parent = os.path.dirname(d)
-        if parent == d:
-            return None
-        d = parent
+    return None
 
 
 def _torch_min(directory: str, cfg: shared_config.Config) -> tuple[int, int] | None:
