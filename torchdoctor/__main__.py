@@ -21,12 +21,24 @@ def _drop_working_directory() -> None:
         pass
 
 
+def _interrupted() -> None:
+    sys.stderr.write("Interrupted.\n")
+    sys.exit(130)
+
+
 def entry() -> None:
     try:
-        from torchdoctor.cli import main
+        from torchdoctor import interrupts  # the standard library only: microseconds
     except KeyboardInterrupt:
-        sys.stderr.write("Interrupted.\n")
-        sys.exit(130)
+        _interrupted()
+    try:
+        # First: a Ctrl-C that lands in a callback while the CLI loads must not be lost.
+        interrupts.install_redelivery()
+        from torchdoctor.cli import main
+    except BaseException as exc:
+        if not interrupts.from_ctrl_c(exc):
+            raise
+        _interrupted()
     main()
 
 

@@ -16,6 +16,7 @@ from typing import ClassVar
 
 import click
 
+from ..interrupts import Interrupted, from_ctrl_c, install_redelivery, on_sigint
 from ..safeio import write_stdout
 from ..version import __version__
 from .options import OutputFailed
@@ -76,6 +77,8 @@ def main(argv: list[str] | None = None) -> None:
         # `torchdoctor list-checks | head`: the reader went away; not our error.
         os._exit(0)
     except Exception as exc:  # noqa: BLE001 - never a traceback for a user
+        if from_ctrl_c(exc):
+            _interrupted()
         if "-v" in args or "--verbose" in args:
             traceback.print_exc()
         click.echo(
@@ -88,17 +91,9 @@ def main(argv: list[str] | None = None) -> None:
     sys.exit(rc if isinstance(rc, int) else 0)
 
 
-class Interrupted(BaseException):
-    """Ctrl-C, raised by our SIGINT handler: click turns a KeyboardInterrupt into a blank line and
-    "Aborted!", and we want one line and exit 130 whenever it comes."""
-
-
-def _on_sigint(signum, frame) -> None:
-    raise Interrupted
-
-
 def _prepare_process() -> None:
-    signal.signal(signal.SIGINT, _on_sigint)
+    install_redelivery()
+    signal.signal(signal.SIGINT, on_sigint)
     for stream in (sys.stdout, sys.stderr):
         # A Windows console redirected to a file is cp1252: never crash on ✓ or —.
         if hasattr(stream, "reconfigure"):
