@@ -166,6 +166,8 @@ def findings_of_set(n: int, code: Path, corpus_root: Path) -> list[dict]:
                 "falls_back": any(falls_back(t) for t in files.values()),
                 "cuda_only": any(cuda_only_reason(t) for t in files.values()),
                 "names_mps": any(MPS.search(t) for t in files.values()),
+                # ComfyUI loads a custom node pack through this name, on every device it runs on
+                "comfy_nodes": any("NODE_CLASS_MAPPINGS" in t for t in files.values()),
                 "readme_cpu": bool(
                     readme and README_CPU.search(readme.read_text(errors="replace"))
                 ),
@@ -216,6 +218,7 @@ FEATURES = {
     "a project file runs on CUDA only": lambda r: r["cuda_only"],
     "a project file names MPS": lambda r: r["names_mps"],
     "README names the CPU or a Mac": lambda r: r["readme_cpu"],
+    "a ComfyUI custom node pack": lambda r: r["comfy_nodes"],
     "load reads a file the project saves": lambda r: r.get("load_saved_by_project"),
     "... and the file falls back": lambda r: (
         None
