@@ -160,6 +160,42 @@ def test_requirements_named_for_a_part_of_the_project_declare_its_floor_agentic_
     _floor_silences_td102(tmp_path, pinned)
 
 
+def test_conda_environment_file_declares_the_floor_nerf_pytorch(tmp_path):
+    """adrigia2/NeRF_Pytorch (blind set 222) has no requirements.txt or pyproject.toml: its
+    environment.yml pins torch==2.9.0+cu130 in its pip section, where `torch.load` defaults to
+    weights_only=True, and its two resume loads drew TD102 at `high`."""
+    env = tmp_path / "environment.yml"
+    env.write_text(
+        "name: nerf\nchannels:\n  - conda-forge\ndependencies:\n  - python=3.11\n"
+        "  - pip\n  - pip:\n      - --extra-index-url https://download.pytorch.org/whl/cu130\n"
+        "      - torch==2.9.0+cu130\n      - torchvision==0.24.0+cu130\n"
+    )
+    code = tmp_path / "nerf" / "checkpoint.py"
+    code.parent.mkdir()
+    code.write_text("import torch\nckpt = torch.load(path, map_location=device)\n")
+    _floor_silences_td102(tmp_path, env)
+
+
+@pytest.mark.parametrize(
+    ("environment", "floor"),
+    [
+        # lllyasviel/ControlNet's environment.yaml (blind labels cite it): under 2.6, TD102 stays
+        ("  - pytorch=1.12.1\n  - pytorch-cuda=11.8\n  - torchvision=0.13.1\n", (1, 12)),
+        ("  - pytorch::pytorch>=2.1\n", (2, 1)),
+        ("  - pytorch 2.0.1 py3.9_cuda11.7_cudnn8.5.0_0\n", (2, 0)),
+        ("  - pytorch\n  - numpy>=1.26\n", None),  # no version: any release
+    ],
+)
+def test_conda_environment_file_floor(tmp_path, environment, floor):
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "environment.yaml").write_text("dependencies:\n" + environment)
+    config_for_dir.cache_clear()
+    try:
+        assert config_for_dir(str(tmp_path)).torch_min == floor
+    finally:
+        config_for_dir.cache_clear()
+
+
 def test_nested_requirements_without_torch_defer_to_the_project_cp_swiss_german_asr(tmp_path):
     """Till1983/cp-swiss-german-asr (set 160) pins torch==2.6.0 at its root and keeps a web
     front end's own requirements.txt under src/frontend: code there still has the root's floor."""

@@ -203,7 +203,47 @@ def _requirement_files(folder: str) -> tuple[str, ...]:
         names = sorted(os.listdir(folder))
     except OSError:  # unreadable: it declares nothing we can see
         return ()
-    return tuple(n for n in names if "requirements" in n.lower() and n.lower().endswith(".txt"))
+    return tuple(n for n in names if _requirements_kind(n.lower()) is not None)
+
+
+def _requirements_kind(name: str) -> str | None:
+    if "requirements" in name and name.endswith(".txt"):
+        return "pip"
+    if name.startswith("environment") and name.endswith((".yml", ".yaml")):
+        return "conda"
+    return None
+
+
+def _declared(folder: str) -> list[str]:
+    """The requirement files of `folder`, as pip requirement text: a conda environment file
+    (environment.yml) gives its torch lines."""
+    out = []
+    for name in _requirement_files(folder):
+        text = _read(os.path.join(folder, name)) or ""
+        out.append(text if _requirements_kind(name.lower()) == "pip" else conda_torch(text))
+    return out
+
+
+# A conda environment file's list item naming torch: `- pytorch=1.12.1`, `- pytorch::pytorch>=2`,
+# `- pytorch 2.0.1 py3.9_cuda11.7_0`, or in its pip section `- torch==2.9.0+cu130`. Not read as
+# YAML (no parser is a dependency): the items are one per line.
+CONDA_TORCH = re.compile(
+    r"^[ \t]*-[ \t]*[\"']?(?:[\w.-]+::)?(?:py)?torch(?![\w.-])([^#\n\"']*)", re.M
+)
+
+
+def conda_torch(text: str) -> str:
+    """The torch items of a conda environment file as pip requirement lines: conda's `=1.12`
+    (that release, any patch) and `1.12` read as `==1.12`."""
+    lines = []
+    for m in CONDA_TORCH.finditer(text):
+        spec = m.group(1).strip()
+        if spec[:1] == "=" and spec[:2] != "==":
+            spec = "=" + spec
+        elif spec[:1].isdigit():
+            spec = "==" + spec.split()[0]
+        lines.append(f"torch{spec}")
+    return "\n".join(lines)
 
 
 def _floor_of_parts(directory: str) -> tuple[int, int] | None:
@@ -211,7 +251,7 @@ def _floor_of_parts(directory: str) -> tuple[int, int] | None:
     files name it, whatever their names say they are for (gardan4/AgenticRAG, blind set 205, has
     no packaging file or requirements.txt, but AGENT_requirements.txt pins torch==2.6.0)."""
     for d in _ancestors(directory):
-        reqs = [_read(os.path.join(d, name)) or "" for name in _requirement_files(d)]
+        reqs = _declared(d)
         if any(TORCH_REQ.search(r) for r in reqs):
             return torch_lower_bound(reqs)
     return None
@@ -229,7 +269,7 @@ def _torch_min(directory: str, cfg: shared_config.Config) -> tuple[int, int] | N
             bound = torch_lower_bound(declared)
             if bound is not None:
                 return bound
-        reqs = [_read(os.path.join(root, name)) or "" for name in _requirement_files(root)]
+        reqs = _declared(root)
         if any(TORCH_REQ.search(r) for r in [*declared, *reqs]):
             return torch_lower_bound(reqs)
     return _floor_of_parts(directory)
