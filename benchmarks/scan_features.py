@@ -67,6 +67,44 @@ def python_files(tree: Path) -> dict[str, str]:
     return out
 
 
+# What else a project names its classes and functions in: configs (hydra's `_target_`),
+# notebooks, docs (a README's usage example), shell scripts.
+OTHER_TEXT = (".yaml", ".yml", ".json", ".toml", ".cfg", ".ini", ".sh", ".md", ".rst", ".ipynb")
+
+
+def other_texts(tree: Path, limit: int = 1 << 20) -> str:
+    out = []
+    for folder, dirs, files in os.walk(tree):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        for name in files:
+            path = Path(folder, name)
+            if name.lower().endswith(OTHER_TEXT) and path.is_file() and path.stat().st_size < limit:
+                out.append(path.read_text(errors="replace"))
+    return "\n".join(out)
+
+
+def outer_definition(text: str, line: int) -> str | None:
+    """The top-level class or function whose body holds `line` (None: module-level code)."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return None
+    defs = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    for node in tree.body:
+        if isinstance(node, defs) and node.lineno <= line <= (node.end_lineno or node.lineno):
+            return node.name
+    return None
+
+
+def named_elsewhere(name: str, rel: str, files: dict[str, str], others: str) -> bool:
+    """Does anything in the project name `name` besides its own definition?"""
+    word = re.compile(rf"\b{re.escape(name)}\b")
+    for path, text in files.items():
+        if len(word.findall(text)) > (1 if path == rel else 0):
+            return True
+    return bool(word.search(others))
+
+
 def _enclosing(tree: ast.Module) -> dict[int, ast.AST]:
     """Each node's enclosing function (or the module)."""
     out: dict[int, ast.AST] = {}
@@ -173,6 +211,7 @@ def findings_of_set(n: int, code: Path, corpus_root: Path) -> list[dict]:
                 ),
             }
             saved = device_saves(files) if any(f.rule == "TD101" for f, _ in found) else set()
+            others = other_texts(tree)
             for f, v in found:
                 text = files.get(f.file) or (tree / f.file).read_text(errors="replace")
                 row = {
@@ -185,6 +224,12 @@ def findings_of_set(n: int, code: Path, corpus_root: Path) -> list[dict]:
                     "file_falls_back": falls_back(text),
                     "file_saves": "torch.save(" in text,
                 }
+                outer = outer_definition(text, f.line)
+                row["named_elsewhere"] = (
+                    "module level"
+                    if outer is None
+                    else named_elsewhere(outer, f.file, files, others)
+                )
                 if f.rule == "TD101":
                     row["load_saved_by_project"] = bool(load_keys(f.file, text, f.line) & saved)
                 if f.rule in ("TD001", "TD002"):
@@ -226,6 +271,7 @@ FEATURES = {
         else (r["load_saved_by_project"], r["file_falls_back"])
     ),
     "function uses a device variable": lambda r: r.get("function_uses_device"),
+    "its top-level class or function is named elsewhere": lambda r: r["named_elsewhere"],
 }
 
 

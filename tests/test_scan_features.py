@@ -69,3 +69,33 @@ def test_a_hard_coded_device_beside_the_functions_own_device_variable():
     assert sf.uses_device_variable(src, 4) is True
     assert sf.uses_device_variable(src.replace("x.to(self.device)", "x"), 4) is False
     assert sf.uses_device_variable("x = 1\n", 1) is None
+
+
+def test_a_transform_no_config_names_is_not_named_elsewhere_ppiformer(tmp_path):
+    """PPIformer (set 219): `.cuda()` in a transform class nothing constructs and no config
+    names. The split asks whether the finding's top-level class or function is named anywhere
+    else in the project: another file, its own file past the definition, a config, a README."""
+    text = textwrap.dedent(
+        """\
+        import torch
+
+        class PrecomputeBases:
+            def __call__(self, data):
+                return data.x.cuda()
+
+        def helper():
+            return 1
+        """
+    )
+    files = {"transforms.py": text, "train.py": "from transforms import helper\nhelper()\n"}
+    assert sf.outer_definition(text, 5) == "PrecomputeBases"
+    assert sf.outer_definition(text, 1) is None  # module level
+    assert not sf.named_elsewhere("PrecomputeBases", "transforms.py", files, "")
+    assert sf.named_elsewhere("helper", "transforms.py", files, "")
+    assert sf.named_elsewhere(
+        "PrecomputeBases", "transforms.py", files, "_target_: t.PrecomputeBases"
+    )
+    (tmp_path / "conf.yaml").write_text("_target_: transforms.PrecomputeBases\n")
+    (tmp_path / "big.json").write_text("PrecomputeBases" + " " * 64)
+    assert "PrecomputeBases" in sf.other_texts(tmp_path)
+    assert sf.other_texts(tmp_path, limit=48).count("PrecomputeBases") == 1  # big.json: over
