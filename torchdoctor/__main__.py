@@ -28,7 +28,7 @@ def _interrupted() -> None:
 
 def entry() -> None:
     try:
-        from torchdoctor import interrupts  # the standard library only: microseconds
+        from torchdoctor import interrupts  # builtin modules only
     except KeyboardInterrupt:
         _interrupted()
     try:

@@ -16,7 +16,15 @@ from typing import ClassVar
 
 import click
 
-from ..interrupts import Interrupted, from_ctrl_c, install_redelivery, on_sigint
+from ..interrupts import (
+    Interrupted,
+    Terminated,
+    from_ctrl_c,
+    install_redelivery,
+    on_sigint,
+    on_sigterm,
+    take_pending,
+)
 from ..safeio import write_stdout
 from ..version import __version__
 from .options import OutputFailed
@@ -68,6 +76,7 @@ def main(argv: list[str] | None = None) -> None:
         finally:
             # Done, or reporting why not: a Ctrl-C now must not cut that short with a traceback.
             signal.signal(signal.SIGINT, signal.SIG_IGN)
+            _raise_pending()
     except click.ClickException as exc:
         exc.show()
         sys.exit(EXIT_USAGE)
@@ -100,7 +109,17 @@ def _prepare_process() -> None:
             stream.reconfigure(errors="replace")
     if hasattr(signal, "SIGTERM"):
         # `docker stop`, a CI timeout: exit through Python so probes are killed at exit.
-        signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
+        signal.signal(signal.SIGTERM, on_sigterm)
+
+
+def _raise_pending() -> None:
+    """A signal a callback dropped, whose second delivery has not come before the end: the run
+    still ends as that signal says (interrupts.py)."""
+    signum = take_pending()
+    if signum == signal.SIGINT:
+        raise Interrupted
+    if signum is not None:
+        raise Terminated(128 + signum)
 
 
 def _flush_stdout() -> str | None:

@@ -8,21 +8,28 @@ import signal
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from ..interrupts import SignalRaised, take_pending
 from . import proc
 from .plan import Plan
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
-class Stopped(BaseException):
+class Stopped(SignalRaised):
     """Ctrl-C or SIGTERM while the environment was being changed or verified."""
 
     def __init__(self, signum: int) -> None:
         super().__init__(signum)
         self.signum = signum
 
+    def rearm(self) -> None:
+        # Dropped by Python in a callback: the stop must come again, not be ignored.
+        for s in STOP_SIGNALS:
+            signal.signal(s, _stop)
+
 
 def _stop(signum, frame) -> None:
+    take_pending()  # a stop Python dropped in a callback, delivered again: this is it
     # One stop is enough: a second signal must not cut short the kill or the restore after it.
     for s in STOP_SIGNALS:
         signal.signal(s, signal.SIG_IGN)
