@@ -196,6 +196,29 @@ def test_conda_environment_file_floor(tmp_path, environment, floor):
         config_for_dir.cache_clear()
 
 
+def test_the_pytorch_channel_is_not_a_torch_requirement(tmp_path):
+    """pytorch.org's conda setup lists `- pytorch` under `channels:`. Read as a dependency
+    without a version, it hid the floor of the requirements.txt its pip section installs
+    (review of the environment.yml change: TD102 at high under torch==2.6.0)."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "requirements.txt").write_text("torch==2.6.0\nnumpy\n")
+    (tmp_path / "environment.yml").write_text(
+        "name: demo\nchannels:\n  - pytorch\n  - nvidia\n  - conda-forge\ndependencies:\n"
+        "  - python=3.10\n  - pip\n  - pip:\n    - -r requirements.txt\n"
+    )
+    config_for_dir.cache_clear()
+    try:
+        assert config_for_dir(str(tmp_path)).torch_min == (2, 6)
+        (tmp_path / "environment.yml").write_text(
+            "channels:\r\n  - pytorch\r\ndependencies:\r\n  - pytorch=2.6.0\r\n"
+        )
+        (tmp_path / "requirements.txt").write_text("numpy\n")
+        config_for_dir.cache_clear()
+        assert config_for_dir(str(tmp_path)).torch_min == (2, 6)
+    finally:
+        config_for_dir.cache_clear()
+
+
 def test_nested_requirements_without_torch_defer_to_the_project_cp_swiss_german_asr(tmp_path):
     """Till1983/cp-swiss-german-asr (set 160) pins torch==2.6.0 at its root and keeps a web
     front end's own requirements.txt under src/frontend: code there still has the root's floor."""

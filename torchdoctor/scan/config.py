@@ -219,9 +219,35 @@ def _declared(folder: str) -> list[str]:
     (environment.yml) gives its torch lines."""
     out = []
     for name in _requirement_files(folder):
-        text = _read(os.path.join(folder, name)) or ""
-        out.append(text if _requirements_kind(name.lower()) == "pip" else conda_torch(text))
+        path = os.path.join(folder, name)
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue
+        out.append(
+            _requirement_text(path, _requirements_kind(name.lower()), st.st_mtime_ns, st.st_size)
+        )
     return out
+
+
+@lru_cache(maxsize=4096)  # every folder of a tree asks for the root's files: read each once
+def _requirement_text(path: str, kind: str | None, mtime_ns: int, size: int) -> str:
+    text = _read(path) or ""
+    return text if kind == "pip" else conda_torch(text)
+
+
+TOP_LEVEL_KEY = re.compile(r"^([A-Za-z_][\w-]*)[ \t]*:", re.M)
+
+
+def _dependencies(text: str) -> str:
+    """The lines of the file's top-level `dependencies:` blocks (their nested pip section too)."""
+    keys = list(TOP_LEVEL_KEY.finditer(text))
+    ends = [k.start() for k in keys[1:]] + [len(text)] if keys else []
+    return "\n".join(
+        text[k.end() : end]
+        for k, end in zip(keys, ends, strict=True)
+        if k.group(1) == "dependencies"
+    )
 
 
 # A conda environment file's list item naming torch: `- pytorch=1.12.1`, `- pytorch::pytorch>=2`,
@@ -233,10 +259,11 @@ CONDA_TORCH = re.compile(
 
 
 def conda_torch(text: str) -> str:
-    """The torch items of a conda environment file as pip requirement lines: conda's `=1.12`
-    (that release, any patch) and `1.12` read as `==1.12`."""
+    """The torch items of a conda environment file's `dependencies:` as pip requirement lines
+    (not its `channels:`, where `- pytorch` is pytorch.org's channel): conda's `=1.12` (that
+    release, any patch) and `1.12` read as `==1.12`."""
     lines = []
-    for m in CONDA_TORCH.finditer(text):
+    for m in CONDA_TORCH.finditer(_dependencies(text)):
         spec = m.group(1).strip()
         if spec[:1] == "=" and spec[:2] != "==":
             spec = "=" + spec
