@@ -19,7 +19,8 @@ from pathlib import Path
 # of the package is its own wing (`torchdoctor.safeio` -> "safeio"). Wings on one floor (above the
 # first) do not import each other: `inspect` cannot reach into `export`.
 FLOORS: tuple[tuple[str, ...], ...] = (
-    ("safeio", "typed_json", "version"),  # the shared top: imports nothing of torchdoctor's
+    # the shared top: imports nothing of torchdoctor's
+    ("interrupts", "safeio", "typed_json", "version"),
     ("data",),  # tables with sources and dates
     ("report",),  # the result model, findings, renderers
     ("config", "probes"),  # [tool.torchdoctor]; the child-process machinery
