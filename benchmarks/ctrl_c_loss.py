@@ -23,7 +23,12 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-LAUNCH = "import os\nfrom torchdoctor.__main__ import entry\nos.write(2, b'@')\nentry()\n"
+# SIGINT as a terminal's foreground job has it, whatever this script inherited (a background job
+# of a script ignores SIGINT, and Python keeps that until torchdoctor installs its handler).
+LAUNCH = (
+    "import os, signal\nsignal.signal(signal.SIGINT, signal.default_int_handler)\n"
+    "from torchdoctor.__main__ import entry\nos.write(2, b'@')\nentry()\n"
+)
 
 
 def one(slow: str, within: float) -> tuple[int, str]:

@@ -17,8 +17,13 @@ from .conftest import FACTS_DIR, REPO, needs_torch
 
 # The interpreter's own start-up (site, the console script's `import re`) runs before any line of
 # torchdoctor and is CPython's to handle; the clock starts when torchdoctor's entry is reached.
+# SIGINT as a terminal's foreground job has it: a test runner started as a background job of a
+# script (no job control) ignores SIGINT, its children inherit that, and Python keeps it until
+# torchdoctor installs its handler. That was the CI flake of the 50 ms probe case (exit 1, nothing
+# said): `benchmarks/ctrl_c_loss.py` under `bash -c '... & wait'` lost 9 of 15 runs so.
 LAUNCH = (
-    "import os, sys\n"
+    "import os, signal, sys\n"
+    "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
     "from torchdoctor.__main__ import entry\n"
     "os.write(2, b'@')\n"
     "entry()\n"
