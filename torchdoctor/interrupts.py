@@ -90,12 +90,12 @@ def _signal_main_thread(signum: int) -> None:
 
 def _redeliver(unraisable) -> None:  # sys.UnraisableHookArgs
     exc = unraisable.exc_value
-    if isinstance(exc, (SignalRaised, KeyboardInterrupt)):
+    if isinstance(exc, KeyboardInterrupt):  # Python's own handler, before ours is installed
+        exc = Interrupted()
+    if isinstance(exc, SignalRaised):
         global _pending
-        signum = exc.signum if isinstance(exc, SignalRaised) else signal.SIGINT
-        if isinstance(exc, SignalRaised):
-            exc.rearm()
-        _pending = signum
+        exc.rearm()
+        _pending = signum = exc.signum
         # Sent from a new thread: sent from here (os.kill, raise_signal, interrupt_main), the
         # handler would run before this hook returns, and the hook's exceptions are dropped too.
         try:  # noqa: SIM105 - contextlib would be one more import before the guard

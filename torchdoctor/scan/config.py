@@ -198,12 +198,14 @@ def _strings(lists: list[Any]) -> list[str]:
 
 
 @lru_cache(maxsize=4096)  # the folders above a tree: each listed once per run, not per folder
-def _requirement_files(folder: str) -> tuple[str, ...]:
+def _requirement_files(folder: str) -> tuple[tuple[str, str], ...]:
+    """The requirement files of `folder`: (name, "pip" or "conda")."""
     try:
         names = sorted(os.listdir(folder))
     except OSError:  # unreadable: it declares nothing we can see
         return ()
-    return tuple(n for n in names if _requirements_kind(n.lower()) is not None)
+    kinds = ((n, _requirements_kind(n.lower())) for n in names)
+    return tuple((n, kind) for n, kind in kinds if kind is not None)
 
 
 def _requirements_kind(name: str) -> str | None:
@@ -218,20 +220,18 @@ def _declared(folder: str) -> list[str]:
     """The requirement files of `folder`, as pip requirement text: a conda environment file
     (environment.yml) gives its torch lines."""
     out = []
-    for name in _requirement_files(folder):
+    for name, kind in _requirement_files(folder):
         path = os.path.join(folder, name)
         try:
             st = os.stat(path)
         except OSError:
             continue
-        out.append(
-            _requirement_text(path, _requirements_kind(name.lower()), st.st_mtime_ns, st.st_size)
-        )
+        out.append(_requirement_text(path, kind, st.st_mtime_ns, st.st_size))
     return out
 
 
 @lru_cache(maxsize=4096)  # every folder of a tree asks for the root's files: read each once
-def _requirement_text(path: str, kind: str | None, mtime_ns: int, size: int) -> str:
+def _requirement_text(path: str, kind: str, mtime_ns: int, size: int) -> str:
     text = _read(path) or ""
     return text if kind == "pip" else conda_torch(text)
 
