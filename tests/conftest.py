@@ -6,11 +6,20 @@ import functools
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+# The suite runs as a terminal's foreground job does, however it was started. A runner started as
+# a background job of a script (`.ci/run &`, no job control) ignores SIGINT; torchdoctor keeps an
+# ignore it was started with (interrupts.IGNORED_AT_START), so every child the tests interrupt
+# with Ctrl-C would then run on (the CI flake of the 50 ms probe case: exit 1, nothing said). A
+# Python handler here is reset to the default by exec in each child; set before torchdoctor loads.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 FACTS_DIR = Path(__file__).parent / "facts"
 REPO = Path(__file__).parent.parent

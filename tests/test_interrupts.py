@@ -17,13 +17,8 @@ from .conftest import FACTS_DIR, REPO, needs_torch
 
 # The interpreter's own start-up (site, the console script's `import re`) runs before any line of
 # torchdoctor and is CPython's to handle; the clock starts when torchdoctor's entry is reached.
-# SIGINT as a terminal's foreground job has it: a test runner started as a background job of a
-# script (no job control) ignores SIGINT, its children inherit that, and Python keeps it until
-# torchdoctor installs its handler. That was the CI flake of the 50 ms probe case (exit 1, nothing
-# said): `benchmarks/ctrl_c_loss.py` under `bash -c '... & wait'` lost 9 of 15 runs so.
 LAUNCH = (
-    "import os, signal, sys\n"
-    "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+    "import os, sys\n"
     "from torchdoctor.__main__ import entry\n"
     "os.write(2, b'@')\n"
     "entry()\n"
@@ -262,3 +257,45 @@ def test_the_guard_module_imports_nothing_that_takes_module_locks():
     )
     new = json.loads(_run_snippet(code).stdout)
     assert set(new) <= {"signal", "torchdoctor", "torchdoctor.interrupts", "torchdoctor.version"}
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX signals")
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_background_job_of_a_script_runs_on_through_a_ctrl_c_for_the_foreground(sig):
+    # `torchdoctor check --json > report.json &` in a script: the shell starts it with SIGINT
+    # ignored, so that a Ctrl-C meant for the foreground job leaves it be. torchdoctor used to
+    # install its handler anyway and stop with exit 130 and half a report.
+    launch = LAUNCH.replace(
+        "import os, sys\n", f"import os, signal, sys\nsignal.signal({sig}, signal.SIG_IGN)\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", launch, "check", "--facts", str(FACTS_DIR / "h100_healthy.json"), "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO, env={**os.environ, "NO_COLOR": "1"},
+    )  # fmt: skip
+    assert proc.stderr.read(1) == b"@"
+    sent = 0
+    while proc.poll() is None:  # a signal every 2 ms, from the entry to the end of the run
+        proc.send_signal(sig)
+        sent += 1
+        time.sleep(0.002)
+    out, err = proc.communicate(timeout=60)
+    assert sent > 10, "the run ended before the signals came: the test proves nothing"
+    assert (proc.returncode, err) == (0, b"")
+    assert json.loads(out)["findings"] is not None
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_fix_keeps_a_stop_signal_the_process_was_started_with_ignored(monkeypatch, sig):
+    from torchdoctor import interrupts
+    from torchdoctor.fix import apply
+
+    monkeypatch.setattr(interrupts, "IGNORED_AT_START", frozenset({sig}))
+    old = signal.getsignal(sig)
+    try:
+        signal.signal(sig, signal.SIG_IGN)
+        with apply.stop_on_signals():
+            assert signal.getsignal(sig) == signal.SIG_IGN
+            other = signal.SIGTERM if sig == signal.SIGINT else signal.SIGINT
+            assert signal.getsignal(other) == apply._stop  # the other one still stops the apply
+    finally:
+        signal.signal(sig, old)

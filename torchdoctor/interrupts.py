@@ -38,6 +38,21 @@ class Terminated(SystemExit, SignalRaised):
     signum = signal.SIGTERM
 
 
+# Signals the process was started with ignored: a script's `cmd &` (no job control) starts cmd
+# with SIGINT ignored, so that a Ctrl-C meant for the foreground job leaves it running. The Unix
+# rule (and Python's own, for SIGINT) is to keep such an ignore; read once, at the first import,
+# before any handler of ours.
+IGNORED_AT_START = frozenset(
+    s for s in (signal.SIGINT, signal.SIGTERM) if signal.getsignal(s) == signal.SIG_IGN
+)
+
+
+def handle(signum: int, handler: object) -> None:
+    """Install handler for signum, unless the process was started with signum ignored."""
+    if signum not in IGNORED_AT_START:
+        signal.signal(signum, handler)
+
+
 def on_sigint(signum: int, frame: object) -> None:
     global _pending
     _pending = None  # delivered: whatever was dropped before is handled now

@@ -20,6 +20,7 @@ from ..interrupts import (
     Interrupted,
     Terminated,
     from_ctrl_c,
+    handle,
     install_redelivery,
     on_sigint,
     on_sigterm,
@@ -102,14 +103,14 @@ def main(argv: list[str] | None = None) -> None:
 
 def _prepare_process() -> None:
     install_redelivery()
-    signal.signal(signal.SIGINT, on_sigint)
+    handle(signal.SIGINT, on_sigint)
     for stream in (sys.stdout, sys.stderr):
         # A Windows console redirected to a file is cp1252: never crash on ✓ or —.
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="replace")
     if hasattr(signal, "SIGTERM"):
         # `docker stop`, a CI timeout: exit through Python so probes are killed at exit.
-        signal.signal(signal.SIGTERM, on_sigterm)
+        handle(signal.SIGTERM, on_sigterm)
 
 
 def _raise_pending() -> None:

@@ -8,7 +8,7 @@ import signal
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from ..interrupts import SignalRaised, take_pending
+from ..interrupts import SignalRaised, handle, take_pending
 from . import proc
 from .plan import Plan
 
@@ -25,7 +25,7 @@ class Stopped(SignalRaised):
     def rearm(self) -> None:
         # Dropped by Python in a callback: the stop must come again, not be ignored.
         for s in STOP_SIGNALS:
-            signal.signal(s, _stop)
+            handle(s, _stop)
 
 
 def _stop(signum, frame) -> None:
@@ -40,7 +40,7 @@ def _stop(signum, frame) -> None:
 def stop_on_signals() -> Iterator[None]:
     old = {s: signal.getsignal(s) for s in STOP_SIGNALS}
     for s in STOP_SIGNALS:
-        signal.signal(s, _stop)
+        handle(s, _stop)
     try:
         yield
     finally:
