@@ -39,6 +39,7 @@ from .project import (
 from .record import FileRecord
 from .rules import RULES
 from .rules import resolve as resolve_rule
+from .vendored import lowered, vendored_folder
 
 SKIP_DIRS = frozenset(
     [
@@ -111,11 +112,16 @@ def _regular(path: str, errors: list[FileError]) -> bool:
 
 
 def iter_files(
-    paths: Iterable[str], include_tests: bool, errors: list[FileError] | None = None
+    paths: Iterable[str],
+    include_tests: bool,
+    errors: list[FileError] | None = None,
+    vendored: dict[str, str] | None = None,
 ) -> Iterator[tuple[str, bool]]:
     """(path, skipped_as_test), each file once. A file named on the command line is always
-    scanned. Unreadable directories and non-regular files go to `errors`."""
+    scanned. Unreadable directories and non-regular files go to `errors`; walked files in a
+    vendored folder to `vendored`, with that folder."""
     errors = [] if errors is None else errors
+    vendored = {} if vendored is None else vendored
     seen: set[str] = set()
 
     def first(p: str, real_dir: str | None = None) -> bool:
@@ -139,12 +145,15 @@ def iter_files(
         for dirpath, dirnames, filenames in os.walk(root, onerror=walk_error):
             dirnames[:] = sorted(d for d in dirnames if not _skip_dir(dirpath, d))
             real_dir = os.path.realpath(dirpath)
-            in_tests = any(part in TEST_DIRS for part in Path(dirpath).relative_to(root).parts)
+            below = Path(dirpath).relative_to(root)
+            in_tests = any(part in TEST_DIRS for part in below.parts)
             for fn in sorted(filenames):
                 if fn.endswith(".py"):
                     p = os.path.join(dirpath, fn)
                     if not first(p, real_dir) or not _regular(p, errors):
                         continue
+                    if folder := vendored_folder(below / fn):
+                        vendored[p] = folder
                     yield p, (not include_tests and (in_tests or _test_name(fn)))
 
 
@@ -417,6 +426,7 @@ def _assemble(
     held: dict[str, bytes],
     memo: dict | None = None,
     pool=None,
+    vendored: dict[str, str] | None = None,
 ) -> Project:
     """The result of the records: project-wide verdicts, then the confidence floor."""
     found: list[Finding] = []
@@ -436,6 +446,8 @@ def _assemble(
     _find_calls(project, found, pool)
     for f in resolve(found, project):
         f = calibrated(f, summaries.get(f.path), _portable(f.path, opts))
+        if vendored and f.path in vendored:
+            f = lowered(f, vendored[f.path])
         if shown(f.confidence, _floor(f.path, opts)):
             result.findings.append(f)
         else:
@@ -452,7 +464,8 @@ def scan_paths(
     paths = list(paths)
     result = ScanResult()
     files = []
-    for path, skipped in iter_files(paths, opts.include_tests, result.errors):
+    vendored: dict[str, str] = {}
+    for path, skipped in iter_files(paths, opts.include_tests, result.errors, vendored):
         if skipped:
             result.files_skipped += 1
         else:
@@ -470,7 +483,7 @@ def scan_paths(
         records.update((r.path, r) for r in _analyze_all(todo, opts, pool))
         ordered = [records[p] for p in files]
         memo = cache.project if cache else None
-        project = _assemble(result, ordered, opts, held, memo, pool)
+        project = _assemble(result, ordered, opts, held, memo, pool, vendored)
     finally:
         if pool is not None:
             pool.shutdown()
