@@ -23,8 +23,8 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-# SIGINT as a terminal's foreground job has it, whatever this script inherited (a background job
-# of a script ignores SIGINT, and Python keeps that until torchdoctor installs its handler).
+# SIGINT as a terminal's foreground job has it, whatever this script inherited: a background job
+# of a script ignores SIGINT, and torchdoctor keeps an ignore it was started with.
 LAUNCH = (
     "import os, signal\nsignal.signal(signal.SIGINT, signal.default_int_handler)\n"
     "from torchdoctor.__main__ import entry\nos.write(2, b'@')\nentry()\n"

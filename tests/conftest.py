@@ -14,12 +14,15 @@ from pathlib import Path
 import pytest
 
 # The suite runs as a terminal's foreground job does, however it was started. A runner started as
-# a background job of a script (`.ci/run &`, no job control) ignores SIGINT; torchdoctor keeps an
-# ignore it was started with (interrupts.IGNORED_AT_START), so every child the tests interrupt
-# with Ctrl-C would then run on (the CI flake of the 50 ms probe case: exit 1, nothing said). A
-# Python handler here is reset to the default by exec in each child; set before torchdoctor loads.
+# a background job of a script (`.ci/run &`, no job control) ignores SIGINT, and `trap '' TERM`
+# ignores SIGTERM; torchdoctor keeps an ignore it was started with (interrupts.IGNORED_AT_START),
+# so every child the tests stop with that signal would then run on (the CI flake of the 50 ms
+# probe case: exit 1, nothing said). Set here, before torchdoctor loads, each child gets the
+# default: exec resets a caught signal (SIGINT's Python handler) and SIG_DFL stays SIG_DFL.
 if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+if signal.getsignal(signal.SIGTERM) == signal.SIG_IGN:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 FACTS_DIR = Path(__file__).parent / "facts"
 REPO = Path(__file__).parent.parent

@@ -299,3 +299,29 @@ def test_fix_keeps_a_stop_signal_the_process_was_started_with_ignored(monkeypatc
             assert signal.getsignal(other) == apply._stop  # the other one still stops the apply
     finally:
         signal.signal(sig, old)
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX signals")
+def test_fix_stops_a_command_it_started_while_sigint_was_ignored_with_sigint():
+    # During the restore (SIGINT ignored, so a second Ctrl-C cannot cut it short), or in a run a
+    # script started with `cmd &`, the installer used to inherit the ignore: kill_group's SIGINT
+    # did nothing, pip was killed 10 s later and its stash folders stayed.
+    from torchdoctor.fix import proc
+
+    child = (
+        "import sys, time\n"
+        "try:\n"
+        "    time.sleep(60)\n"
+        "except KeyboardInterrupt:\n"
+        "    print('cleaned up on SIGINT')\n"
+    )
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        t0 = time.monotonic()
+        ran = proc.run([sys.executable, "-c", child], timeout_s=1.5)
+        took = time.monotonic() - t0
+        assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN  # the ignore here is kept
+    finally:
+        signal.signal(signal.SIGINT, old)
+    assert ran.timed_out and ran.stdout == "cleaned up on SIGINT\n"
+    assert took < proc.STOP_WAIT_S

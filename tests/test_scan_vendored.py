@@ -5,6 +5,8 @@ pitfall against 271 lookalikes over sets 3-224)."""
 
 from __future__ import annotations
 
+import os
+import shutil
 from pathlib import PurePath
 
 import pytest
@@ -62,12 +64,62 @@ def test_a_project_kept_in_a_folder_named_vendor_is_not_vendored_code(tmp_path):
     assert ("net.py", 8, "TD001", "high") in found
 
 
-def test_a_vendored_file_named_on_the_command_line_is_judged_as_any_other(tmp_path):
-    path = tmp_path / "third_party" / "net.py"
-    path.parent.mkdir()
-    path.write_text(MODEL)
-    result = scan_paths([str(path)], PORTABLE, jobs=1)
-    assert [f.confidence for f in result.findings if f.rule == "TD001"] == ["high"]
+def _td001(paths: list[str]) -> dict[str, str]:
+    result = scan_paths(paths, PORTABLE, jobs=1)
+    return {os.path.relpath(f.path): f.confidence for f in result.findings if f.rule == "TD001"}
+
+
+def test_files_pre_commit_names_one_by_one_are_judged_below_the_repository_root(
+    tmp_path, monkeypatch
+):
+    # pre-commit runs `torchdoctor scan third_party/sim/net.py src/net.py` at the root.
+    scan_tree(tmp_path, {"third_party/sim/net.py": MODEL, "src/net.py": MODEL}, PORTABLE)
+    monkeypatch.chdir(tmp_path)
+    named = _td001([os.path.join("third_party", "sim", "net.py"), os.path.join("src", "net.py")])
+    assert named == _td001(["."])
+    assert named == {
+        os.path.join("src", "net.py"): "high",
+        os.path.join("third_party", "sim", "net.py"): "low",
+    }
+
+
+def test_a_vendored_folder_named_on_the_command_line_is_judged_as_any_other(tmp_path, monkeypatch):
+    scan_tree(tmp_path, {"third_party/sim/net.py": MODEL}, PORTABLE)
+    monkeypatch.chdir(tmp_path)
+    net = os.path.join("third_party", "sim", "net.py")
+    assert _td001([os.path.join("third_party", "sim")]) == {net: "high"}
+    # whichever comes first: the folder the user named decides, not the order of the walk
+    assert _td001([os.path.join("third_party", "sim"), "."]) == {net: "high"}
+    assert _td001([".", os.path.join("third_party", "sim")]) == {net: "high"}
+
+
+@pytest.mark.skipif(os.name != "posix", reason="symbolic links")
+def test_a_link_in_3rdparty_to_the_projects_own_file_does_not_hide_its_finding(
+    tmp_path, monkeypatch
+):
+    scan_tree(tmp_path, {"src/own.py": MODEL}, PORTABLE)
+    (tmp_path / "3rdparty").mkdir()
+    os.symlink(os.path.join("..", "src", "own.py"), tmp_path / "3rdparty" / "own.py")
+    monkeypatch.chdir(tmp_path)
+    assert list(_td001(["."]).values()) == ["high"]  # one file, whichever path reached it
+
+
+def test_a_vendored_load_of_a_committed_gpu_checkpoint_keeps_its_proof(tmp_path, ckpts):
+    # torch.load raises "Attempting to deserialize object on a CUDA device" there, vendored or not
+    script = (
+        "import os\nimport torch\nDIR = os.path.dirname(os.path.abspath(__file__))\n"
+        'device = "cuda" if torch.cuda.is_available() else "cpu"\n'
+        'data = torch.load(os.path.join(DIR, "expert-data.pt"), weights_only=True)\n'
+    )
+    folder = tmp_path / "third_party" / "expert"
+    folder.mkdir(parents=True)
+    (folder / "bc.py").write_text(script)
+    shutil.copy(ckpts / "cuda_state_dict.pt", folder / "expert-data.pt")
+    result = scan_paths([str(tmp_path)], ScanOptions(), jobs=1)
+    (f,) = [f for f in result.findings if f.rule == "TD101"]
+    assert f.confidence == "high" and f.grounds.endswith(
+        "expert-data.pt holds tensors saved on cuda:0"
+    )
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,9 @@ import os
 import signal
 import subprocess
 import tempfile
+import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 OUTPUT_TAIL_CHARS = 4000
@@ -57,10 +59,11 @@ def run(argv: list[str], timeout_s: float, env: dict[str, str] | None = None) ->
     t0 = time.monotonic()
     with tempfile.TemporaryFile("w+b") as out, tempfile.TemporaryFile("w+b") as err:
         try:
-            proc = subprocess.Popen(
-                argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env,
-                start_new_session=True,
-            )  # fmt: skip
+            with _stoppable():
+                proc = subprocess.Popen(
+                    argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env,
+                    start_new_session=True,
+                )  # fmt: skip
         except OSError as exc:
             return Ran(argv, None, "", "", 0.0, error=f"could not start {argv[0]}: {exc.strerror}")
         try:
@@ -79,6 +82,30 @@ def run(argv: list[str], timeout_s: float, env: dict[str, str] | None = None) ->
             time.monotonic() - t0,
             timed_out,
         )
+
+
+@contextlib.contextmanager
+def _stoppable() -> Iterator[None]:
+    """A command started while SIGINT or SIGTERM is ignored here (during the restore, or in a
+    run started with them ignored: a script's `cmd &`) would inherit the ignore, and
+    kill_group's SIGINT would not stop it: pip would be killed 10 s later, its stash folders
+    left. exec resets a caught signal and keeps an ignored one, so while the command starts the
+    ignore is a handler that does nothing."""
+    main = threading.current_thread() is threading.main_thread()  # handlers are set there only
+    ignored = [
+        s for s in (signal.SIGINT, signal.SIGTERM) if main and signal.getsignal(s) == signal.SIG_IGN
+    ]
+    for s in ignored:
+        signal.signal(s, _nothing)
+    try:
+        yield
+    finally:
+        for s in ignored:
+            signal.signal(s, signal.SIG_IGN)
+
+
+def _nothing(signum: int, frame: object) -> None:
+    """Ignore the signal here; unlike SIG_IGN, a command started now does not inherit that."""
 
 
 def kill_group(proc: subprocess.Popen) -> None:

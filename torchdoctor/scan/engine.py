@@ -39,7 +39,7 @@ from .project import (
 from .record import FileRecord
 from .rules import RULES
 from .rules import resolve as resolve_rule
-from .vendored import lowered, vendored_folder
+from .vendored import lowered, vendored_files
 
 SKIP_DIRS = frozenset(
     [
@@ -112,16 +112,11 @@ def _regular(path: str, errors: list[FileError]) -> bool:
 
 
 def iter_files(
-    paths: Iterable[str],
-    include_tests: bool,
-    errors: list[FileError] | None = None,
-    vendored: dict[str, str] | None = None,
+    paths: Iterable[str], include_tests: bool, errors: list[FileError] | None = None
 ) -> Iterator[tuple[str, bool]]:
     """(path, skipped_as_test), each file once. A file named on the command line is always
-    scanned. Unreadable directories and non-regular files go to `errors`; walked files in a
-    vendored folder to `vendored`, with that folder."""
+    scanned. Unreadable directories and non-regular files go to `errors`."""
     errors = [] if errors is None else errors
-    vendored = {} if vendored is None else vendored
     seen: set[str] = set()
 
     def first(p: str, real_dir: str | None = None) -> bool:
@@ -145,15 +140,12 @@ def iter_files(
         for dirpath, dirnames, filenames in os.walk(root, onerror=walk_error):
             dirnames[:] = sorted(d for d in dirnames if not _skip_dir(dirpath, d))
             real_dir = os.path.realpath(dirpath)
-            below = Path(dirpath).relative_to(root)
-            in_tests = any(part in TEST_DIRS for part in below.parts)
+            in_tests = any(part in TEST_DIRS for part in Path(dirpath).relative_to(root).parts)
             for fn in sorted(filenames):
                 if fn.endswith(".py"):
                     p = os.path.join(dirpath, fn)
                     if not first(p, real_dir) or not _regular(p, errors):
                         continue
-                    if folder := vendored_folder(below / fn):
-                        vendored[p] = folder
                     yield p, (not include_tests and (in_tests or _test_name(fn)))
 
 
@@ -406,6 +398,13 @@ def _reader(held: dict[str, bytes]):
     return read
 
 
+def _cwd() -> str | None:
+    try:
+        return os.getcwd()
+    except OSError:  # a deleted working folder: the folders named on the command line remain
+        return None
+
+
 def _floor(path: str, opts: ScanOptions) -> str:
     if opts.confidence is not None:
         return opts.confidence
@@ -464,14 +463,14 @@ def scan_paths(
     paths = list(paths)
     result = ScanResult()
     files = []
-    vendored: dict[str, str] = {}
-    for path, skipped in iter_files(paths, opts.include_tests, result.errors, vendored):
+    for path, skipped in iter_files(paths, opts.include_tests, result.errors):
         if skipped:
             result.files_skipped += 1
         else:
             files.append(path)
     if opts.use_config:
         _config_problems(files, result)
+    vendored = vendored_files(files, paths, _cwd())
     records: dict[str, FileRecord] = {}
     held: dict[str, bytes] = {}
     cache = None

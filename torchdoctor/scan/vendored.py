@@ -11,6 +11,8 @@ confidence there: the file it loads is as untrusted as anywhere.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import PurePath
 
@@ -26,8 +28,8 @@ VENDORED_DIRS = frozenset(
 
 
 def vendored_folder(relative: PurePath) -> str | None:
-    """The vendored folder a file is in, by its path below the scanned folder (the folders above
-    it are the user's: a project kept in ~/vendor/ is not vendored code); None if in none."""
+    """The vendored folder a file is in, by its path below the project's folder; None if in
+    none."""
     folders = relative.parts[:-1]
     for i, part in enumerate(folders):
         if part.lower() in VENDORED_DIRS:
@@ -35,9 +37,32 @@ def vendored_folder(relative: PurePath) -> str | None:
     return None
 
 
+def vendored_files(files: Iterable[str], roots: Iterable[str], cwd: str | None) -> dict[str, str]:
+    """{file: its vendored folder} of the scanned files in one. A file is judged by its real
+    path (a link in `3rdparty/` to the project's own `src/` file is not vendored code) below the
+    deepest of the current folder and the folders named on the command line that holds it: the
+    folders above are the user's (a project kept in ~/vendor/ is no vendored code), and a folder
+    the user names (`scan third_party/lib`) is judged as any other. Files named one by one, as
+    pre-commit passes them, are judged below the current folder, the repository's root there."""
+    candidates = [f for f in files if VENDORED_DIRS & set(PurePath(f.lower()).parts)]
+    if not candidates:  # most trees: not one path to resolve
+        return {}
+    bases = [os.path.realpath(r) for r in [cwd, *roots] if r and os.path.isdir(r)]
+    found = {}
+    for f in candidates:
+        real = os.path.realpath(f)
+        holding = [b for b in bases if real.startswith(os.path.join(b, ""))]
+        if holding and (
+            folder := vendored_folder(PurePath(real).relative_to(max(holding, key=len)))
+        ):
+            found[f] = folder
+    return found
+
+
 def lowered(f: Finding, folder: str) -> Finding:
-    """A finding of a vendored file at the confidence such code earns."""
-    if f.rule not in PORTABILITY or f.confidence == "low":
+    """A finding of a vendored file at the confidence such code earns; one the tree proves (a
+    committed checkpoint that holds GPU tensors) keeps its confidence and its evidence."""
+    if f.rule not in PORTABILITY or f.confidence == "low" or f.proven:
         return f
     why = f"vendored code ({folder}/): its device choices are its authors', and a fix belongs upstream"
     return replace(f, confidence="low", grounds=why)
