@@ -5,6 +5,7 @@ pitfall against 271 lookalikes over sets 3-224)."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import PurePath
@@ -14,6 +15,7 @@ import pytest
 from torchdoctor.scan import ScanOptions, scan_paths
 from torchdoctor.scan.vendored import vendored_folder
 
+from .conftest import run_cli
 from .scan_tree import scan_tree
 
 # A library class whose forward hard-codes CUDA, in a file that falls back to the CPU: `high` by
@@ -119,6 +121,26 @@ def test_a_vendored_load_of_a_committed_gpu_checkpoint_keeps_its_proof(tmp_path,
     (f,) = [f for f in result.findings if f.rule == "TD101"]
     assert f.confidence == "high" and f.grounds.endswith(
         "expert-data.pt holds tensors saved on cuda:0"
+    )
+
+
+def test_fix_at_confidence_low_leaves_vendored_code_as_its_authors_wrote_it(tmp_path):
+    fixable = (
+        'import torch\ndevice = "cuda" if torch.cuda.is_available() else "cpu"\n\n\n'
+        "def f(x):\n    return x.cuda()\n"
+    )
+    for folder in ("src", "vendor"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "f.py").write_text(fixable)
+    ran = run_cli("scan", ".", "--fix", "--confidence", "low", "--json", "--no-cache", cwd=tmp_path)
+    assert "x.to(device)" in (tmp_path / "src" / "f.py").read_text()  # the project's own: fixed
+    assert (tmp_path / "vendor" / "f.py").read_text() == fixable
+    notes = {
+        f["details"]["path"]: f["details"]["fix_note"] for f in json.loads(ran.stdout)["findings"]
+    }
+    assert (
+        notes[os.path.join(".", "vendor", "f.py")]
+        == "vendored code (vendor/): not edited, its fix belongs upstream"
     )
 
 

@@ -170,10 +170,15 @@ def _apply_fixes(result, paths: tuple[str, ...], write: bool, show: bool) -> Non
     from ..scan.engine import iter_files
     from ..scan.fix_project import project_facts
     from ..scan.model import FileError
+    from ..scan.vendored import not_edited
 
     by_file: dict[str, list] = {}
     for f in result.findings:
-        if f.rule in fixmod.TARGET:
+        if f.rule not in fixmod.TARGET:
+            continue
+        if why := not_edited(f, result.vendored.get(f.path)):
+            f.fix_note = why
+        else:
             by_file.setdefault(f.path, []).append(f)
     if not by_file:
         return

@@ -470,7 +470,7 @@ def scan_paths(
             files.append(path)
     if opts.use_config:
         _config_problems(files, result)
-    vendored = vendored_files(files, paths, _cwd())
+    result.vendored = vendored = vendored_files(files, paths, _cwd())
     records: dict[str, FileRecord] = {}
     held: dict[str, bytes] = {}
     cache = None

@@ -96,4 +96,5 @@ class ScanResult:
     confidence: str = "medium"  # the lowest confidence shown
     cache_hits: int = 0  # files whose record came from the cache
     fixed: list[Finding] = field(default_factory=list)
+    vendored: dict[str, str] = field(default_factory=dict)  # scanned file: its vendored folder
     fail_on_errors: bool = False  # --fail-on-errors: a file that could not be scanned fails

@@ -66,3 +66,10 @@ def lowered(f: Finding, folder: str) -> Finding:
         return f
     why = f"vendored code ({folder}/): its device choices are its authors', and a fix belongs upstream"
     return replace(f, confidence="low", grounds=why)
+
+
+def not_edited(f: Finding, folder: str | None) -> str | None:
+    """Why --fix leaves a device finding of vendored code alone, even at --confidence low."""
+    if folder is None or f.rule not in PORTABILITY:
+        return None
+    return f"vendored code ({folder}/): not edited, its fix belongs upstream"
