@@ -12,7 +12,7 @@ from pathlib import PurePath
 
 import pytest
 
-from torchdoctor.scan import ScanOptions, scan_paths
+from torchdoctor.scan import ScanOptions, scan_paths, vendored
 from torchdoctor.scan.vendored import vendored_folder
 
 from .conftest import run_cli
@@ -157,3 +157,7 @@ def test_fix_at_confidence_low_leaves_vendored_code_as_its_authors_wrote_it(tmp_
 )
 def test_vendored_folders(relative, folder):
     assert vendored_folder(PurePath(relative)) == folder
+
+
+def test_every_vendored_name_passes_the_first_look():
+    assert all(vendored._HINT.search(name) for name in vendored.VENDORED_DIRS)

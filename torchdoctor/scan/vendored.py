@@ -12,6 +12,7 @@ confidence there: the file it loads is as untrusted as anywhere.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import PurePath
@@ -25,6 +26,9 @@ VENDORED_DIRS = frozenset(
     {"third_party", "thirdparty", "third-party", "3rdparty", "vendor", "vendored", "_vendor"}
     | {"extern", "externals"}
 )
+
+# A cheap first look at each path (every name above holds one of these): most trees have none.
+_HINT = re.compile("third|3rdparty|vendor|extern", re.I)
 
 
 def vendored_folder(relative: PurePath) -> str | None:
@@ -44,7 +48,9 @@ def vendored_files(files: Iterable[str], roots: Iterable[str], cwd: str | None) 
     folders above are the user's (a project kept in ~/vendor/ is no vendored code), and a folder
     the user names (`scan third_party/lib`) is judged as any other. Files named one by one, as
     pre-commit passes them, are judged below the current folder, the repository's root there."""
-    candidates = [f for f in files if VENDORED_DIRS & set(PurePath(f.lower()).parts)]
+    candidates = [
+        f for f in files if _HINT.search(f) and VENDORED_DIRS & set(PurePath(f.lower()).parts)
+    ]
     if not candidates:  # most trees: not one path to resolve
         return {}
     bases = [os.path.realpath(r) for r in [cwd, *roots] if r and os.path.isdir(r)]
