@@ -274,6 +274,8 @@ KIND_RULES: dict[str, frozenset[str]] = {
     "unresolved-device-alias": frozenset(),
     "quantized-model-on-cuda": frozenset(),
     "batch-not-moved-to-device": frozenset(),
+    # set 234, before its scoring: an MPS-or-CPU pick that passes CUDA by (a lookalike, perf)
+    "mps-default-fallback": frozenset(),
 }
 # Label rows the labeller gave one root cause (method.md): recall is also counted per root.
 ONE_ROOT = {("lllyasviel/Fooocus", "ldm_patched/modules/model_management.py")}
