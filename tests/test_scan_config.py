@@ -358,3 +358,42 @@ def test_a_parts_requirements_file_does_not_hide_the_projects_floor(tmp_path):
         assert config_for_dir(str(demo)).torch_min == (2, 6)
     finally:
         config_for_dir.cache_clear()
+
+
+def test_requires_python_3_14_means_torch_2_9_flux2_lora_toolkit(tmp_path):
+    """anongecko/flux2-lora-toolkit (blind set 234) names torch without a version, but its
+    `requires-python = ">=3.14"` rules out every torch before 2.9 (the first with a CPython 3.14
+    wheel), where weights_only=True is the default: four loads drew TD102 at `high`."""
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text(
+        '[project]\nname = "flux2-lora"\nrequires-python = ">=3.14"\ndependencies = ["torch"]\n'
+    )
+    (tmp_path / "ckpt.py").write_text("import torch\nsd = torch.load(path, map_location='cpu')\n")
+    config_for_dir.cache_clear()
+    try:
+        assert config_for_dir(str(tmp_path)).torch_min == (2, 9)
+        assert scan_paths([str(tmp_path)], ScanOptions(confidence="low"), jobs=1).findings == []
+    finally:
+        config_for_dir.cache_clear()
+
+
+@pytest.mark.parametrize(
+    ("requires_python", "floor"),
+    [
+        (">=3.13", (2, 5)),  # below 2.6: the load is still flagged
+        ("~=3.14.0", (2, 9)),
+        (">=3.10,<3.15", (1, 11)),
+        (">3.13", (2, 5)),  # 3.13.1 is allowed: only the minor counts, and `>` does not raise it
+        (">=3.16", None),  # newer than every release in the table: no floor can be told
+        (">=3.14", (2, 9)),
+    ],
+)
+def test_requires_python_floor(tmp_path, requires_python, floor):
+    (tmp_path / "pyproject.toml").write_text(
+        f'[project]\nname = "p"\nrequires-python = "{requires_python}"\n'
+    )
+    config_for_dir.cache_clear()
+    try:
+        assert config_for_dir(str(tmp_path)).torch_min == floor
+    finally:
+        config_for_dir.cache_clear()

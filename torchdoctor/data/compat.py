@@ -298,6 +298,17 @@ def public_version(version: str | None) -> str | None:
     return version.split("+", 1)[0] if version else None
 
 
+def first_release_for_python(python: tuple[int, int]) -> tuple[int, int] | None:
+    """The first torch minor release with a PyPI wheel for this CPython (Release.python), or
+    None for a CPython newer than every release here: no floor can be told."""
+    fits = [
+        tuple(map(int, minor.split(".")))
+        for minor, row in RELEASES.items()
+        if parse_version(row.python[1])[:2] >= python
+    ]
+    return min(fits) if fits else None  # type: ignore[return-value]
+
+
 def release(version: str | None) -> Release | None:
     """The table row of a torch version ('2.7.1+cu128' -> RELEASES['2.7'])."""
     return RELEASES.get(torch_minor(version) or "")

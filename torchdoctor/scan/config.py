@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import config as shared_config
+from ..data.compat import first_release_for_python
 from ..safeio import InputError, read_text_bounded
 from .rules import RULES, resolve
 
@@ -34,6 +35,7 @@ ALL = "*"
 TORCH_REQ = re.compile(r"^[ \t]*torch(?![\w.-])[ \t]*(?:\[[^\]\n]*\])?[ \t]*([^;#\n]*)", re.M)
 LOWER_BOUND = re.compile(r"(>=|==|~=|>)\s*(\d+)\.(\d+)")
 # `torch @ https://…/torch-2.6.0%2Bcu126-cp310-…whl`: a direct wheel pins the release in its name
+REQUIRES_PYTHON_FLOOR = re.compile(r"(?:>=|~=|==|>)\s*(\d+)\.(\d+)")
 WHEEL_VERSION = re.compile(r"@.*/torch-(\d+)\.(\d+)[^/]*\.whl")
 # A project's root. requirements.txt too: a tree without .git or packaging files (a zip
 # download, a Docker build context, an exported archive) still declares its torch there
@@ -316,7 +318,22 @@ def config_for_dir(directory: str) -> ProjectConfig:
         cfg = shared_config.Config(exc.path)
         out = ProjectConfig(root=cfg.root)
     torch_min = _torch_min(directory, cfg)
+    python_floor = _python_floor(cfg)
+    if python_floor is not None and (torch_min is None or python_floor > torch_min):
+        torch_min = python_floor
     return dataclasses.replace(out, torch_min=torch_min, problems=tuple(problems))
+
+
+def _python_floor(cfg: shared_config.Config) -> tuple[int, int] | None:
+    """The torch floor a project's `requires-python` sets: no torch before 2.9 has a wheel for
+    CPython 3.14, so `requires-python = ">=3.14"` runs torch 2.9 or later, where weights_only
+    is the default (anongecko/flux2-lora-toolkit, blind set 234: four loads its labeller read
+    so)."""
+    spec = cfg.project.get("requires-python")
+    if not isinstance(spec, str):
+        return None
+    lows = [(int(a), int(b)) for a, b in REQUIRES_PYTHON_FLOOR.findall(spec)]
+    return first_release_for_python(max(lows)) if lows else None
 
 
 def config_for(path: str) -> ProjectConfig:
