@@ -30,6 +30,7 @@ Sources (checked 2026-11):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cache
 
 from . import archs
 
@@ -298,6 +299,7 @@ def public_version(version: str | None) -> str | None:
     return version.split("+", 1)[0] if version else None
 
 
+@cache  # asked once per scanned folder's project
 def first_release_for_python(python: tuple[int, int]) -> tuple[int, int] | None:
     """The first torch minor release with a PyPI wheel for this CPython (Release.python), or
     None for a CPython newer than every release here: no floor can be told."""
