@@ -276,6 +276,8 @@ KIND_RULES: dict[str, frozenset[str]] = {
     "batch-not-moved-to-device": frozenset(),
     # set 234, before its scoring: an MPS-or-CPU pick that passes CUDA by (a lookalike, perf)
     "mps-default-fallback": frozenset(),
+    # set 246, before its scoring: `torch.cuda.amp.autocast()`, as `autocast-cuda` above
+    "cuda-autocast": frozenset({"TD001", "TD002", "TD003"}),
 }
 # Label rows the labeller gave one root cause (method.md): recall is also counted per root.
 ONE_ROOT = {("lllyasviel/Fooocus", "ldm_patched/modules/model_management.py")}
