@@ -36,7 +36,9 @@ def init_device(name):
 def _td601(tmp_path, *files: tuple[str, str]) -> list[tuple[int, str]]:
     for name, text in files:
         (tmp_path / name).write_text(text)
-    res = scan_paths([str(tmp_path)], ScanOptions(confidence="low"), jobs=1)
+    # the rule's own reasoning: --portable (a Mac-first project) keeps it from the measured
+    # class (TD601 in files without a CPU fallback: 2 of 6 repositories real since set 247)
+    res = scan_paths([str(tmp_path)], ScanOptions(confidence="low", portable=True), jobs=1)
     return sorted((f.line, f.confidence) for f in res.findings if f.rule == "TD601")
 
 
