@@ -100,9 +100,8 @@ BAR = 0.6
 ALPHA = 0.2
 # Fewer repositories than this say nothing of a class (its rule in wider files is asked).
 ENOUGH = 3
-# Rules whose false findings were code made for CUDA only: `--portable` gives them back.
-# What --portable turns back to the rules' own reasoning: the device rules, and the MPS ones
-# (TD601-TD603): code that must run without CUDA runs on Macs, where they crash.
+# Rules whose false findings were code made for CUDA only: `--portable` gives them back, and
+# the MPS ones (TD601-TD603) with them: code that must run without CUDA runs on Macs.
 PORTABILITY = DEVICE_RULES | frozenset(["TD301", "TD302", "TD303", "TD601", "TD602", "TD603"])
 # Rules whose classes are also split by whether the file writes files (torch.save).
 BY_SAVES = frozenset(["TD101"])

@@ -34,8 +34,9 @@ ALL = "*"
 # `[ \t]`, not `\s`: a bare `torch` line must not read the next line's `tqdm>=4.64` (RAVE)
 TORCH_REQ = re.compile(r"^[ \t]*torch(?![\w.-])[ \t]*(?:\[[^\]\n]*\])?[ \t]*([^;#\n]*)", re.M)
 LOWER_BOUND = re.compile(r"(>=|==|~=|>)\s*(\d+)\.(\d+)")
-# `torch @ https://…/torch-2.6.0%2Bcu126-cp310-…whl`: a direct wheel pins the release in its name
+# `requires-python = ">=3.14"`: the lowest CPython a project runs on (">3.13" allows 3.13.1)
 REQUIRES_PYTHON_FLOOR = re.compile(r"(?:>=|~=|==|>)\s*(\d+)\.(\d+)")
+# `torch @ https://…/torch-2.6.0%2Bcu126-cp310-…whl`: a direct wheel pins the release in its name
 WHEEL_VERSION = re.compile(r"@.*/torch-(\d+)\.(\d+)[^/]*\.whl")
 # A project's root. requirements.txt too: a tree without .git or packaging files (a zip
 # download, a Docker build context, an exported archive) still declares its torch there
