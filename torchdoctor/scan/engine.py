@@ -425,7 +425,6 @@ def _assemble(
     held: dict[str, bytes],
     memo: dict | None = None,
     pool=None,
-    vendored: dict[str, str] | None = None,
 ) -> Project:
     """The result of the records: project-wide verdicts, then the confidence floor."""
     found: list[Finding] = []
@@ -445,8 +444,8 @@ def _assemble(
     _find_calls(project, found, pool)
     for f in resolve(found, project):
         f = calibrated(f, summaries.get(f.path), _portable(f.path, opts))
-        if vendored and f.path in vendored:
-            f = lowered(f, vendored[f.path])
+        if f.path in result.vendored:
+            f = lowered(f, result.vendored[f.path])
         if shown(f.confidence, _floor(f.path, opts)):
             result.findings.append(f)
         else:
@@ -470,7 +469,7 @@ def scan_paths(
             files.append(path)
     if opts.use_config:
         _config_problems(files, result)
-    result.vendored = vendored = vendored_files(files, paths, _cwd())
+    result.vendored = vendored_files(files, paths, _cwd())
     records: dict[str, FileRecord] = {}
     held: dict[str, bytes] = {}
     cache = None
@@ -482,7 +481,7 @@ def scan_paths(
         records.update((r.path, r) for r in _analyze_all(todo, opts, pool))
         ordered = [records[p] for p in files]
         memo = cache.project if cache else None
-        project = _assemble(result, ordered, opts, held, memo, pool, vendored)
+        project = _assemble(result, ordered, opts, held, memo, pool)
     finally:
         if pool is not None:
             pool.shutdown()
