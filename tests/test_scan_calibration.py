@@ -231,6 +231,34 @@ def test_the_default_output_counts_what_calibration_hid(tmp_path):
     assert r.returncode == 0
 
 
+# A Mac user's "Torch not compiled with CUDA enabled" from a `.cuda()` the default output hid:
+# the scan cannot know the project must run there, so it names the one setting that says so.
+def test_the_footer_names_portable_for_the_device_findings_it_hid(tmp_path):
+    (tmp_path / "m.py").write_text(CUDA_ONLY_TRAINER)
+    (tmp_path / "n.py").write_text("import torch\nnet = torch.load('net.pt')\n")
+    r = run_cli("scan", str(tmp_path))
+    assert "--portable shows 1 of them, for code that must run without CUDA" in r.stdout
+    doc = json.loads(run_cli("scan", str(tmp_path), "--json").stdout)["summary"]
+    assert doc["below_confidence"] == 2 and doc["below_confidence_portable"] == 1
+    portable = json.loads(run_cli("scan", str(tmp_path), "--json", "--portable").stdout)
+    assert portable["summary"]["below_confidence_portable"] == 0
+    shown = [f["id"] for f in portable["findings"]]
+    assert "TD001" in shown and "TD101" not in shown  # the load is low on its own grounds
+
+
+def test_no_portable_hint_where_portable_would_show_nothing_more(tmp_path):
+    (tmp_path / "n.py").write_text("import torch\nnet = torch.load('net.pt')\n")
+    r = run_cli("scan", str(tmp_path))
+    assert "not shown (--confidence low)" in r.stdout and "--portable" not in r.stdout
+
+
+def test_vendored_device_findings_are_not_counted_as_portable(tmp_path):
+    (tmp_path / "third_party").mkdir()
+    (tmp_path / "third_party" / "m.py").write_text(CUDA_ONLY_TRAINER)
+    doc = json.loads(run_cli("scan", str(tmp_path), "--json").stdout)["summary"]
+    assert doc["below_confidence"] == 1 and doc["below_confidence_portable"] == 0
+
+
 # riffusion's riffusion_pipeline.py (thirty-seventh blind corpus), like tortoise-tts's .ptt
 # files (twenty-ninth): a traced module loaded without map_location, saved from the CPU or
 # only ever run on CUDA. None was real, in the fifteen repositories where one fired (sets

@@ -443,14 +443,25 @@ def _assemble(
     project = Project(summaries, _reader(held), tree if memo is not None else "", memo)
     _find_calls(project, found, pool)
     for f in resolve(found, project):
-        f = calibrated(f, summaries.get(f.path), _portable(f.path, opts))
-        if f.path in result.vendored:
-            f = lowered(f, result.vendored[f.path])
-        if shown(f.confidence, _floor(f.path, opts)):
-            result.findings.append(f)
-        else:
-            result.below_confidence += 1
+        portable, floor = _portable(f.path, opts), _floor(f.path, opts)
+        placed = _placed(f, summaries.get(f.path), portable, result.vendored.get(f.path))
+        if shown(placed.confidence, floor):
+            result.findings.append(placed)
+            continue
+        result.below_confidence += 1
+        # the one setting that would show it: say so, since the scan cannot know the intent
+        if not portable:
+            alt = _placed(f, summaries.get(f.path), True, result.vendored.get(f.path))
+            result.below_confidence_portable += shown(alt.confidence, floor)
     return project
+
+
+def _placed(
+    f: Finding, summary: FileSummary | None, portable: bool, vendored: str | None
+) -> Finding:
+    """The finding at the confidence its class earned, and vendored code's below that."""
+    f = calibrated(f, summary, portable)
+    return lowered(f, vendored) if vendored is not None else f
 
 
 def scan_paths(

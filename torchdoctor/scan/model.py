@@ -93,6 +93,7 @@ class ScanResult:
     lines_scanned: int = 0
     suppressed: int = 0
     below_confidence: int = 0  # findings under the confidence asked for, not shown
+    below_confidence_portable: int = 0  # of those, the ones --portable would show
     confidence: str = "medium"  # the lowest confidence shown
     cache_hits: int = 0  # files whose record came from the cache
     fixed: list[Finding] = field(default_factory=list)

@@ -40,6 +40,7 @@ def to_dict(result: ScanResult, fail_on: str) -> dict[str, Any]:
             "silenced": result.suppressed,
             "confidence": result.confidence,
             "below_confidence": result.below_confidence,
+            "below_confidence_portable": result.below_confidence_portable,
             "fixed": len(result.fixed),
             "file_errors": len(result.errors),
             "fail_on": fail_on,
@@ -101,9 +102,15 @@ def render_text(result: ScanResult, fail_on: str) -> str:
     if result.suppressed:
         tail.append(f"{result.suppressed} suppressed")
     if result.below_confidence:
+        how = "--confidence low"
+        if result.below_confidence_portable:
+            how += (
+                f"; --portable shows {result.below_confidence_portable} of them, for code that"
+                " must run without CUDA"
+            )
         tail.append(
             f"{result.below_confidence} of lower confidence than {result.confidence} not shown "
-            "(--confidence low)"
+            f"({how})"
         )
     if result.fixed:
         tail.append(f"{len(result.fixed)} fixed")
