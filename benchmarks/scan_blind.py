@@ -278,6 +278,12 @@ KIND_RULES: dict[str, frozenset[str]] = {
     "mps-default-fallback": frozenset(),
     # set 246, before its scoring: `torch.cuda.amp.autocast()`, as `autocast-cuda` above
     "cuda-autocast": frozenset({"TD001", "TD002", "TD003"}),
+    # sets 248-255, before their scoring, each as the kind it names again above:
+    "hardcoded-gpu-index": frozenset({"TD001", "TD002", "TD003"}),  # int-device-index
+    "gradscaler-cuda": frozenset({"TD001", "TD002", "TD003"}),  # grad-scaler-cuda
+    "input-not-moved-to-device": frozenset(),  # batch-not-moved-to-device
+    "autocast-without-device-type": frozenset(),  # autocast() with no device_type: no rule
+    "wrong-mps-namespace": frozenset(),  # torch.backends.mps.empty_cache(): no rule
 }
 # Label rows the labeller gave one root cause (method.md): recall is also counted per root.
 ONE_ROOT = {("lllyasviel/Fooocus", "ldm_patched/modules/model_management.py")}
