@@ -106,6 +106,11 @@ POSITIVE = {
         "with torch.xpu.stream(s) if hasattr(torch, 'xpu') else torch.cuda.stream(s):\n    pass",
         "if hasattr(torch.backends, 'mps'):\n    torch.mps.empty_cache()",
     ],
+    "TD009": [
+        "with torch.amp.autocast():\n    y = model(x)",
+        "torch.backends.mps.empty_cache()",
+        "torch.backends.cuda.synchronize()",
+    ],
     "TD007": [
         "device = 'cuda' if torch.cuda.is_available() else 'cpu'\npipe.enable_model_cpu_offload()",
         "import comfy.model_management as mm\nif lowvram:\n    pipe.enable_sequential_cpu_offload()",
@@ -241,6 +246,11 @@ NEGATIVE = {
         "if hasattr(torch, 'xpu'):\n    try:\n        torch.xpu.synchronize()\n"
         "    except Exception:\n        pass",
         "if hasattr(torch.backends, 'mps'):\n    ok = torch.backends.mps.is_available()",
+    ],
+    "TD009": [
+        "with torch.autocast('cuda'):\n    y = model(x)",
+        "with torch.cuda.amp.autocast():\n    y = model(x)",
+        "torch.mps.empty_cache()\nok = torch.backends.mps.is_built()",
     ],
     "TD007": [
         "dev = 'cuda' if torch.cuda.is_available() else 'cpu'\n"

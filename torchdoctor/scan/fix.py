@@ -42,6 +42,7 @@ TARGET: dict[str, tuple[type, ...]] = {
     "TD002": (cst.SimpleString, cst.ConcatenatedString),
     "TD101": (cst.Call,),
     "TD102": (cst.Call,),
+    "TD009": (cst.Call,),
     "TD401": (cst.Call,),
     "TD501": (cst.Name,),
 }
@@ -206,6 +207,11 @@ class _Planner:
             if not self.holds_state_dict(f):
                 raise Decline(NOT_STATE_DICT)
             return _Edit(f, node, lambda n: edits.add_keyword(n, "weights_only", "True"))  # type: ignore[arg-type]
+        if rule == "TD009":
+            if proposed is None:  # autocast's device type is the author's choice
+                raise Decline("no mechanical fix: pass the device type autocast runs on")
+            func = cst.parse_expression(proposed)
+            return _Edit(f, node, lambda n: n.with_changes(func=func))  # type: ignore[attr-defined]
         if rule == "TD401":
             return _Edit(f, node, edits.detach_before_numpy)  # type: ignore[arg-type]
         if rule == "TD501":

@@ -114,6 +114,18 @@ RULES: tuple[Rule, ...] = (
         precision="medium",
     ),
     Rule(
+        "TD009",
+        "wrong-torch-call",
+        "error",
+        "a torch call that raises on every machine",
+        "`torch.autocast()` / `torch.amp.autocast()` need the device type "
+        "(`torch.autocast(device_type=device.type)`): without it they raise TypeError on a GPU "
+        "too. MPS's and CUDA's memory and RNG functions live in `torch.mps` / `torch.cuda`: "
+        "`torch.backends.mps.empty_cache()` raises AttributeError (and under a `hasattr` test "
+        "for it, never runs).",
+        precision="medium",
+    ),
+    Rule(
         "TD101",
         "load-without-map-location",
         "warning",

@@ -25,6 +25,7 @@ from . import (
     sync_loop,
     torch_load,
     torch_save,
+    wrong_call,
 )
 
 CHECKS: tuple[Check, ...] = tuple(
@@ -50,5 +51,6 @@ CHECKS: tuple[Check, ...] = tuple(
         sync_loop,
         pin_memory,
         mps,
+        wrong_call,
     )
 )
