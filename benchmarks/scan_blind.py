@@ -456,7 +456,7 @@ def scan_repo(
     ]
 
 
-def tree_of(root: Path, entry: dict) -> Path:
+def tree_of(root: Path, entry: dict, corpus: dict | None = None) -> Path:
     tree = root / Path(entry["local_path"]).name
     if not tree.is_dir():
         sys.exit(
@@ -464,7 +464,35 @@ def tree_of(root: Path, entry: dict) -> Path:
             f"  git clone https://github.com/{entry['repo']} {tree} && "
             f"git -C {tree} checkout {entry['commit']}"
         )
+    if corpus is not None:
+        restore_missing(tree, missing_blobs(corpus, entry["repo"]))
     return tree
+
+
+def missing_blobs(corpus: dict, repo: str) -> list[str]:
+    """Files the repository commits whose content its export left out (too large for the
+    snapshot, Git LFS), as corpus.json lists them."""
+    listed = corpus.get("missing_blobs_left_out_of_export")
+    paths = listed.get(repo) if isinstance(listed, dict) else None
+    return [p for p in paths if isinstance(p, str)] if isinstance(paths, list) else []
+
+
+def restore_missing(tree: Path, paths: Sequence[str]) -> None:
+    """An empty file where a clone holds a committed one the export left out: the scan then
+    sees the tree a user's clone has (a load of a committed file at a fixed path is judged by
+    whether the file is there; its content stays unknown, as behind a Git LFS pointer). Sets
+    scored before 2026-11-28 were scored without them (CheXNet_torch's model/model.pth, set 255)."""
+    for rel in paths:
+        if Path(rel).is_absolute() or ".." in Path(rel).parts:
+            continue
+        path = tree / rel
+        if path.exists() or path.is_symlink():
+            continue
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.touch()
+        except OSError:  # a parent that is a file: the clone's layout differs, leave it
+            continue
 
 
 def scan_corpus(
@@ -473,7 +501,7 @@ def scan_corpus(
     """Findings in the labelled files, per output level (default, low)."""
     out: dict[str, list[Finding]] = {level: [] for level in LEVELS}
     for entry in corpus["repos"]:
-        tree = tree_of(root, entry)
+        tree = tree_of(root, entry, corpus)
         keep = set(entry["files_in_scope"])
         for level, confidence in LEVELS.items():
             found_ = scan_repo(tree, entry["repo"], confidence, jobs, extra)

@@ -111,7 +111,7 @@ def classes_of_set(n: int, code: Path, corpus_root: Path) -> Counter:
     out: Counter = Counter()
     with code_first(code):  # the scoring commit's torchdoctor
         for entry in corpus["repos"]:
-            tree = sb.tree_of(trees, entry)
+            tree = sb.tree_of(trees, entry, corpus)
             keep = set(entry["files_in_scope"])
             for f in sb.scan_repo(tree, entry["repo"], None, 1):
                 verdict = sb.verdict(f, labels) if f.file in keep else "unlabelled"

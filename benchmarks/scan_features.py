@@ -188,7 +188,7 @@ def findings_of_set(n: int, code: Path, corpus_root: Path) -> list[dict]:
     out = []
     with sc.code_first(code):
         for entry in corpus["repos"]:
-            tree = sb.tree_of(corpus_root / f"scan_corpus{n}", entry)
+            tree = sb.tree_of(corpus_root / f"scan_corpus{n}", entry, corpus)
             keep = set(entry["files_in_scope"])
             found = [f for f in sb.scan_repo(tree, entry["repo"], "low", 1) if f.file in keep]
             found = [(f, sb.verdict(f, labels)) for f in found]

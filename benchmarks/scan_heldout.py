@@ -52,7 +52,7 @@ def findings_of_set(n: int, code: Path, corpus_root: Path) -> dict:
     found = []
     with sc.code_first(code):
         for entry in corpus["repos"]:
-            tree = sb.tree_of(trees, entry)
+            tree = sb.tree_of(trees, entry, corpus)
             keep = set(entry["files_in_scope"])
             for f in sb.scan_repo(tree, entry["repo"], "low", 1):
                 hit = [i for i, lab in enumerate(labels) if lab in sb.labels_of(f, [lab])]

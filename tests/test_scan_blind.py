@@ -142,3 +142,23 @@ def test_a_missing_tree_says_how_to_fetch_it(tmp_path):
 def test_lookalikes_flagged_count_only_rows_a_finding_points_at():
     labels = [_label(10, "TD003 x (lookalike)", False), _label(30, "TD003 x (lookalike)", False)]
     assert sb.flagged_lookalikes(labels, [_finding(11, "TD003")]) == (1, 2)
+
+
+# CheXNet_torch's infer.py loads the committed model/model.pth, which the snapshot left out (too
+# large): the scan saw a tree without it and flagged the load (blind set 255). A clone has it.
+def test_a_committed_file_the_export_left_out_is_restored_empty(tmp_path):
+    tree = tmp_path / "CheXNet_torch"
+    (tree / "data").mkdir(parents=True)
+    (tree / "data" / "kept.pt").write_bytes(b"PK\x03\x04 real")
+    corpus = {
+        "missing_blobs_left_out_of_export": {
+            "taneishi/CheXNet_torch": ["model/model.pth", "data/kept.pt", "../outside.pt", "/abs"]
+        },
+        "repos": [],
+    }
+    entry = {"repo": "taneishi/CheXNet_torch", "local_path": str(tree)}
+    assert sb.tree_of(tmp_path, entry, corpus) == tree
+    assert (tree / "model" / "model.pth").read_bytes() == b""
+    assert (tree / "data" / "kept.pt").read_bytes() == b"PK\x03\x04 real"  # never overwritten
+    assert not (tmp_path / "outside.pt").exists()
+    assert sb.missing_blobs({"missing_blobs_left_out_of_export": "none"}, "a/b") == []
