@@ -233,3 +233,60 @@ def test_a_folder_name_rebound_anywhere_in_the_file_is_not_the_files_folder(tmp_
         (tmp_path / str(i)).mkdir()
         repo = _node(tmp_path / str(i), source)
         assert [c for c, _ in _td102(repo)] == ["high"], rebinding
+
+
+# mas_music_generation (blind set 250): train_chord.py loads the datasets the repository
+# commits, through names config/__init__.py re-exports from config/params_chord.py. The
+# labeller judged all eleven such loads lookalikes; the scan flagged them high.
+MAS_TRAIN = """import torch
+from config import TRAIN_DATASET_PATH_CHORD, VAL_DATASET_PATH_CHORD, MODEL_URL
+
+train = torch.load(TRAIN_DATASET_PATH_CHORD)
+val = torch.load(VAL_DATASET_PATH_CHORD)
+model = torch.load(MODEL_URL)
+"""
+MAS_PARAMS = """TRAIN_DATASET_PATH_CHORD = "data/dataset/chord_dataset_train.pt"
+VAL_DATASET_PATH_CHORD = "data/dataset/chord_dataset_val.pt"
+MODEL_URL = "/home/someone/chord_model.pt"
+"""
+
+
+def _mas(tmp_path):
+    repo = tmp_path / "mas_music_generation"
+    for folder in ("config", "agents/chord", "data/dataset"):
+        (repo / folder).mkdir(parents=True)
+    (repo / "config" / "__init__.py").write_text("from .params_chord import *\n")
+    (repo / "config" / "params_chord.py").write_text(MAS_PARAMS)
+    (repo / "agents" / "chord" / "train_chord.py").write_text(MAS_TRAIN)
+    (repo / "data" / "dataset" / "chord_dataset_train.pt").write_bytes(b"PK")
+    return repo
+
+
+def test_a_committed_file_named_by_a_constant_of_the_projects_config_is_low(tmp_path):
+    found = _td102(_mas(tmp_path))
+    assert [c for c, _ in found] == ["low", "high", "high"]  # val absent; an absolute path
+    assert "chord_dataset_train.pt ships with the code at the fixed path " in found[0][1]
+    assert "TRAIN_DATASET_PATH_CHORD names (config)" in found[0][1]
+
+
+def test_a_constant_the_config_binds_twice_says_nothing(tmp_path):
+    repo = _mas(tmp_path)
+    params = repo / "config" / "params_chord.py"
+    params.write_text(MAS_PARAMS + 'TRAIN_DATASET_PATH_CHORD = "elsewhere/train.pt"\n')
+    assert [c for c, _ in _td102(repo)] == ["high", "high", "high"]
+
+
+def test_a_module_level_constant_of_the_loading_file_itself(tmp_path):
+    repo = _repo(tmp_path, "import torch\nWEIGHTS = 'metrics/w.ckpt'\nnet = torch.load(WEIGHTS)\n")
+    (repo / "metrics" / "w.ckpt").write_bytes(b"\x80\x02")
+    assert [c for c, _ in _td102(repo)] == ["low"]
+
+
+def test_a_path_beside_the_file_by_concatenation_is_the_packages_own_avian_mesh(tmp_path):
+    """avian-mesh's bird_model.py (blind set 251): `this_dir + '/pose_bone_prior.pth'`."""
+    source = (
+        "import os\nimport torch\n\ndef prior():\n"
+        "    this_dir = os.path.dirname(__file__)\n"
+        "    return torch.load(this_dir + '/pose_bone_prior.pth')\n"
+    )
+    assert _td102(_repo(tmp_path, source)) == []

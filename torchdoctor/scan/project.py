@@ -18,6 +18,8 @@ needs:
 - ("shipped", path): a `torch.load` without `weights_only` of a fixed relative path; `low`
   when the scanned tree holds that file (or its .zip) at the loading file's folder or a
   parent up to the repository's root: weights committed with the code.
+- ("shipped-import", module, name): the same for a path named by a constant the file imports
+  from a module of the project (`from config import TRAIN_PATH`), read there (constants.py).
 - ("callers", name, param, index, "public"|"private"|"script"): a `param="cuda"` default of
   `name`; dropped when every call of `name` in the project passes `param` (by keyword, or by
   position `index`), `high` when some call leaves it out, else as reported (public) or `low`
@@ -40,6 +42,7 @@ from typing import Any
 from .callsites import calls_in, passes, shadows
 from .committed import committed_locations, on_cpu
 from .confidence import lower
+from .constants import project_relative, reexports, string_constant
 from .cuda_only import CUDA_KERNEL_PACKAGES, DEVICE_RULES, cuda_only_reason
 from .model import Finding
 
@@ -132,6 +135,7 @@ class Project:
         self._cuda_only: dict[str, str] | None = None  # computed on first need
         self._fallback_importers: dict[str, str] | None = None  # computed on first need
         self._calls: dict[Wanted, list[Call]] = {}
+        self._constants: dict[tuple[str, str, int], str | None] = {}
         if key and memo and memo.get("key") == key:
             self._load_memo(memo)
 
@@ -192,6 +196,36 @@ class Project:
         if self._cuda_only is None:
             self._cuda_only = imports_cuda_only(self.summaries)
         return self._cuda_only.get(path)
+
+    def imported_constant(self, path: str, module: str, name: str, depth: int = 3) -> str | None:
+        """The string a module of the project binds `name` to, imported from `path` (through
+        `from m import *` and re-exports, `depth` files deep); None when not known."""
+        for candidate in _candidates(path, module):
+            if candidate not in self.summaries:
+                continue
+            key = (candidate, name, depth)
+            if key not in self._constants:
+                self._constants[key] = self._constant_in(candidate, name, depth)
+            if self._constants[key] is not None:
+                return self._constants[key]
+        return None
+
+    def _constant_in(self, path: str, name: str, depth: int) -> str | None:
+        data = self.read(path)
+        try:
+            tree = ast.parse(data) if data is not None else None
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            tree = None
+        if tree is None:
+            return None
+        text = string_constant(tree, name)
+        if text is not None or depth <= 1:
+            return text
+        for source, original in reexports(tree, name):
+            text = self.imported_constant(path, source, original, depth - 1)
+            if text is not None:
+                return text
+        return None
 
     def fallback_importer(self, path: str) -> str | None:
         """A file of the project that imports `path` and falls back to the CPU itself: code
@@ -504,6 +538,17 @@ def _decide(f: Finding, project: Project) -> Finding | None:
         if found is None:
             return f
         why = f"{found} ships with the code at that fixed path: as trusted as the code loading it"
+        return replace(f, confidence="low", grounds=why)
+    if kind == "shipped-import":
+        text = project.imported_constant(f.path, args[0], args[1])
+        relative = project_relative(text) if text is not None else None
+        found = shipped_with(f.path, relative) if relative is not None else None
+        if found is None:
+            return f
+        why = (
+            f"{found} ships with the code at the fixed path {args[1]} names ({args[0]}): as "
+            "trusted as the code loading it"
+        )
         return replace(f, confidence="low", grounds=why)
     if kind == "callers":
         name, param, index = args[0], args[1], int(args[2])

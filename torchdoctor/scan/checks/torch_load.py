@@ -10,6 +10,7 @@ from itertools import pairwise
 from typing import Any
 
 from ..astutil import assigned_values, dotted, parent_map
+from ..constants import module_constants, project_relative
 from ..context import DEVICE_VARIABLE, Check, Context
 from ..model import Edit
 from ..saved_files import path_argument, path_keys
@@ -195,10 +196,14 @@ def _packaged(ctx: Context, node: ast.Call) -> bool:
     """A file found from `__file__`: data shipped inside the package itself, as trusted as the
     code that loads it and loaded on every machine the package supports (facenet-pytorch's
     mtcnn.py loads ../data/pnet.pt that way; sixth blind corpus)."""
+    exprs = _path_exprs(ctx, node)
+    if ctx.func is not None:  # `this_dir + "/prior.pth"`, this_dir = dirname(__file__) (set 251)
+        inner = {n.id for e in exprs for n in ast.walk(e) if isinstance(n, ast.Name)}
+        exprs += [v for name in sorted(inner) for v in assigned_values(ctx.func.node, name)]
     return any(
         (isinstance(n, ast.Name) and n.id == "__file__")
         or (isinstance(n, ast.Call) and dotted(n.func) in SOURCE_FILE)
-        for e in _path_exprs(ctx, node)
+        for e in exprs
         for n in ast.walk(e)
     )
 
@@ -360,13 +365,16 @@ def _weights_only(ctx: Context, node: ast.Call, kw: set[str | None], edit: Edit 
     if id(node) not in ctx.into_load_state_dict:
         edit = None
     shipped = _fixed_relative_path(ctx, node)
+    needs: tuple[str, ...] | None = ("shipped", *shipped) if shipped else None
+    if needs is None and (imported := imported_name(ctx, node)) is not None:
+        needs = ("shipped-import", *imported)
     ctx.report(
         "TD102",
         node,
         "`torch.load` without `weights_only`: unpickling can run arbitrary code",
         "torch.load(…, weights_only=True); weights_only=False only for trusted files",
         edit,
-        needs=("shipped", *shipped) if shipped else None,
+        needs=needs,
     )
 
 
@@ -401,11 +409,8 @@ def _fixed_path(ctx: Context, node: ast.Call) -> tuple[str, ...] | None:
 
 
 def _relative(text: str) -> tuple[str] | None:
-    if not text or text.startswith(("/", "~", "\\")) or ":" in text:
-        return None  # absolute, a home directory, a URL or a drive: not the project's own
-    if ".." in text.replace("\\", "/").split("/"):
-        return None  # it leaves the folder it names: the project's own tree is not sure
-    return (text,)
+    inside = project_relative(text)
+    return None if inside is None else (inside,)
 
 
 def _pattern(expr: ast.expr) -> str | None:
@@ -552,17 +557,50 @@ def _constant_text(ctx: Context, expr: ast.expr) -> bool:
 
 def _constant_texts(ctx: Context, expr: ast.expr) -> set[str] | None:
     """The strings of a string literal, or of a name (not a parameter) the function assigns
-    only string literals to; None for anything else."""
+    only string literals to, or, where the function binds it nowhere, the module's top level
+    (`TRAIN_PATH = "data/train.pt"`); None for anything else."""
     if isinstance(expr, ast.Constant):
         return {expr.value} if isinstance(expr.value, str) else None
-    if not isinstance(expr, ast.Name) or ctx.func is None:
+    if not isinstance(expr, ast.Name):
         return None
-    values = assigned_values(ctx.func.node, expr.id)
-    if not values or expr.id in ctx.func.params():
+    values: list[ast.expr] = []
+    if ctx.func is not None:
+        if expr.id in ctx.func.params():
+            return None
+        values = assigned_values(ctx.func.node, expr.id)
+    if not values:
+        values = _module_constants(ctx).get(expr.id, [])
+    if not values:
         return None
     if not all(isinstance(v, ast.Constant) and isinstance(v.value, str) for v in values):
         return None
     return {str(v.value) for v in values if isinstance(v, ast.Constant)}
+
+
+def _module_constants(ctx: Context) -> dict[str, list[ast.expr]]:
+    got = ctx.memo.get("module_constants")
+    if got is None:
+        got = ctx.memo["module_constants"] = module_constants(ctx.module)
+    return got  # type: ignore[return-value]
+
+
+def imported_name(ctx: Context, node: ast.Call) -> tuple[str, str] | None:
+    """(module, name) when the load's path is a name the file imports at its top level from
+    a module of the project (`from config import TRAIN_PATH`; mas_music_generation, set 250):
+    project.py looks the module up and reads the constant there."""
+    path = path_argument(node, 0, "f")
+    if not isinstance(path, ast.Name):
+        return None
+    if ctx.func is not None and (
+        path.id in ctx.func.params() or assigned_values(ctx.func.node, path.id)
+    ):
+        return None
+    for s in ctx.module.body:
+        if isinstance(s, ast.ImportFrom) and s.module != "__future__":
+            for a in s.names:
+                if (a.asname or a.name) == path.id and a.name != "*":
+                    return "." * s.level + (s.module or ""), a.name
+    return None
 
 
 def _url_load(ctx: Context, node: ast.Call) -> None:
