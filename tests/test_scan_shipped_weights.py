@@ -282,11 +282,17 @@ def test_a_module_level_constant_of_the_loading_file_itself(tmp_path):
     assert [c for c, _ in _td102(repo)] == ["low"]
 
 
-def test_a_path_beside_the_file_by_concatenation_is_the_packages_own_avian_mesh(tmp_path):
-    """avian-mesh's bird_model.py (blind set 251): `this_dir + '/pose_bone_prior.pth'`."""
+def test_a_committed_file_beside_the_module_by_concatenation_avian_mesh(tmp_path):
+    """avian-mesh (blind set 251): bird_model.py loads its committed prior as
+    `this_dir + '/pose_bone_prior.pth'` (a lookalike), while load_detector.py loads
+    `this_dir + '/model_best.pth'`, which the README has users download (a must-flag)."""
     source = (
         "import os\nimport torch\n\ndef prior():\n"
         "    this_dir = os.path.dirname(__file__)\n"
         "    return torch.load(this_dir + '/pose_bone_prior.pth')\n"
     )
-    assert _td102(_repo(tmp_path, source)) == []
+    repo = _repo(tmp_path, source)
+    assert [c for c, _ in _td102(repo)] == ["high"]  # not in the tree: whoever puts it there
+    (repo / "metrics" / "pose_bone_prior.pth").write_bytes(b"\x80\x02")
+    ((conf, grounds),) = _td102(repo)
+    assert conf == "low" and "pose_bone_prior.pth ships with the code" in grounds

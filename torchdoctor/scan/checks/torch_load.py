@@ -196,14 +196,10 @@ def _packaged(ctx: Context, node: ast.Call) -> bool:
     """A file found from `__file__`: data shipped inside the package itself, as trusted as the
     code that loads it and loaded on every machine the package supports (facenet-pytorch's
     mtcnn.py loads ../data/pnet.pt that way; sixth blind corpus)."""
-    exprs = _path_exprs(ctx, node)
-    if ctx.func is not None:  # `this_dir + "/prior.pth"`, this_dir = dirname(__file__) (set 251)
-        inner = {n.id for e in exprs for n in ast.walk(e) if isinstance(n, ast.Name)}
-        exprs += [v for name in sorted(inner) for v in assigned_values(ctx.func.node, name)]
     return any(
         (isinstance(n, ast.Name) and n.id == "__file__")
         or (isinstance(n, ast.Call) and dotted(n.func) in SOURCE_FILE)
-        for e in exprs
+        for e in _path_exprs(ctx, node)
         for n in ast.walk(e)
     )
 
@@ -442,11 +438,20 @@ def _pattern(expr: ast.expr) -> str | None:
 
 
 def _beside_file(ctx: Context, expr: ast.expr) -> str | None:
-    """ "a/b.pt" for `os.path.join(HERE, "a", "b.pt")` (or `HERE / "a" / "b.pt"`), where HERE is
-    a module-level name bound only to the loading file's folder (ComfyUI-HunyuanVideoWrapper's
-    `script_directory = os.path.dirname(os.path.abspath(__file__))`)."""
+    """ "a/b.pt" for `os.path.join(HERE, "a", "b.pt")` (or `HERE / "a" / "b.pt"`, or
+    `HERE + "/a/b.pt"`), where HERE is a name the file binds only to the loading file's folder
+    (ComfyUI-HunyuanVideoWrapper's `script_directory = os.path.dirname(os.path.abspath(__file__))`;
+    avian-mesh's `this_dir + '/pose_bone_prior.pth'`, blind set 251)."""
     if isinstance(expr, ast.Call) and dotted(expr.func).endswith("path.join"):
         first, rest = (expr.args[0], expr.args[1:]) if expr.args else (None, [])
+    elif (
+        isinstance(expr, ast.BinOp)
+        and isinstance(expr.op, ast.Add)
+        and isinstance(expr.right, ast.Constant)
+        and isinstance(expr.right.value, str)
+        and expr.right.value.startswith(("/", "\\"))
+    ):
+        first, rest = expr.left, [ast.Constant(expr.right.value.lstrip("/\\"))]
     elif isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Div):
         pieces: list[ast.expr] = []
         while isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Div):
