@@ -296,3 +296,13 @@ def test_a_committed_file_beside_the_module_by_concatenation_avian_mesh(tmp_path
     (repo / "metrics" / "pose_bone_prior.pth").write_bytes(b"\x80\x02")
     ((conf, grounds),) = _td102(repo)
     assert conf == "low" and "pose_bone_prior.pth ships with the code" in grounds
+
+
+def test_a_loop_variable_named_like_a_module_constant_is_not_that_constant(tmp_path):
+    source = (
+        "import torch\nckpt = 'metrics/w.ckpt'\n\n"
+        "def load_all(paths):\n    for ckpt in paths:\n        torch.load(ckpt)\n"
+    )
+    repo = _repo(tmp_path, source)
+    (repo / "metrics" / "w.ckpt").write_bytes(b"\x80\x02")
+    assert [c for c, _ in _td102(repo)] == ["high"]

@@ -568,18 +568,26 @@ def _constant_texts(ctx: Context, expr: ast.expr) -> set[str] | None:
         return {expr.value} if isinstance(expr.value, str) else None
     if not isinstance(expr, ast.Name):
         return None
-    values: list[ast.expr] = []
-    if ctx.func is not None:
-        if expr.id in ctx.func.params():
-            return None
-        values = assigned_values(ctx.func.node, expr.id)
-    if not values:
+    if ctx.func is not None and expr.id in ctx.func.params():
+        return None
+    if ctx.func is not None and _local(ctx, expr.id):
+        values = assigned_values(ctx.func.node, expr.id)  # none: a loop variable, `with … as`
+    else:
         values = _module_constants(ctx).get(expr.id, [])
     if not values:
         return None
     if not all(isinstance(v, ast.Constant) and isinstance(v.value, str) for v in values):
         return None
     return {str(v.value) for v in values if isinstance(v, ast.Constant)}
+
+
+def _local(ctx: Context, name: str) -> bool:
+    """Does the current function bind `name` (a parameter, an assignment, a loop)?"""
+    assert ctx.func is not None
+    return name in ctx.func.params() or any(
+        isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)
+        for n in ast.walk(ctx.func.node)
+    )
 
 
 def _module_constants(ctx: Context) -> dict[str, list[ast.expr]]:
@@ -596,9 +604,7 @@ def imported_name(ctx: Context, node: ast.Call) -> tuple[str, str] | None:
     path = path_argument(node, 0, "f")
     if not isinstance(path, ast.Name):
         return None
-    if ctx.func is not None and (
-        path.id in ctx.func.params() or assigned_values(ctx.func.node, path.id)
-    ):
+    if ctx.func is not None and _local(ctx, path.id):
         return None
     for s in ctx.module.body:
         if isinstance(s, ast.ImportFrom) and s.module != "__future__":
