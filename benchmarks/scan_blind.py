@@ -285,6 +285,12 @@ KIND_RULES: dict[str, frozenset[str]] = {
     # TD009 came after their scoring (results-blind.md of 248-255 are as scored, with no rule)
     "autocast-without-device-type": frozenset({"TD009"}),  # autocast() with no device_type
     "wrong-mps-namespace": frozenset({"TD009"}),  # torch.backends.mps.empty_cache()
+    # sets 256-263, before their scoring: inputs never moved, as batch-not-moved-to-device;
+    # `t.get_device()` (-1 on the CPU) used as a device, and PYTORCH_ENABLE_MPS_FALLBACK set
+    # after `import torch`: no rule points at either line
+    "inputs-not-moved-to-device": frozenset(),
+    "get-device-on-cpu": frozenset(),
+    "mps-fallback-set-after-torch-import": frozenset(),
 }
 # Label rows the labeller gave one root cause (method.md): recall is also counted per root.
 ONE_ROOT = {("lllyasviel/Fooocus", "ldm_patched/modules/model_management.py")}
