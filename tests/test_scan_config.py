@@ -397,3 +397,48 @@ def test_requires_python_floor(tmp_path, requires_python, floor):
         assert config_for_dir(str(tmp_path)).torch_min == floor
     finally:
         config_for_dir.cache_clear()
+
+
+UV_LOCK = """version = 1
+requires-python = ">=3.10"
+
+[[package]]
+name = "numpy"
+version = "2.3.1"
+
+[[package]]
+name = "torch"
+version = "{first}"
+source = {{ registry = "https://pypi.org/simple" }}
+
+[[package]]
+name = "torch"
+version = "{second}"
+source = {{ registry = "https://download.pytorch.org/whl/cpu" }}
+"""
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "floor"),
+    [
+        ("2.12.1", "2.12.1+cpu", (2, 12)),
+        ("2.8.0+cu128", "2.5.1", (2, 5)),  # the oldest the lock resolves, on any platform
+        ("2.x", "nightly", None),
+    ],
+)
+def test_uv_lock_pins_the_torch_uv_sync_installs_maniskill_imitation_learning_lab(
+    tmp_path, first, second, floor
+):
+    """AlexandreEDMOND/Maniskill-Imitation-Learning-Lab (blind set 262) asks for `torch` with no
+    version, but its README installs with `uv sync`, and uv.lock holds torch 2.12.1, where
+    weights_only=True is the default: its checkpoint load drew TD102 at `high`."""
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "p"\ndependencies = ["torch"]\n')
+    (tmp_path / "uv.lock").write_text(UV_LOCK.format(first=first, second=second))
+    (tmp_path / "evaluate_policy.py").write_text("import torch\nck = torch.load(path)\n")
+    config_for_dir.cache_clear()
+    try:
+        assert config_for_dir(str(tmp_path)).torch_min == floor
+        ids = [f.rule for f in scan_paths([str(tmp_path)], ScanOptions(), jobs=1).findings]
+        assert ("TD102" in ids) == (floor is None or floor < (2, 6))
+    finally:
+        config_for_dir.cache_clear()
