@@ -46,9 +46,7 @@ SOURCE = "blind corpora 3-255 (docs/scan-precision.md), 2026-11-28"
 # rules' own reasoning (before calibration) at the default output, first scorings, counted by
 # repository: each repository where the class fired weighs one, split by the share of its
 # findings there that were real (one file repeating a pattern twenty times is one sample)
-MEASURED: dict[
-    tuple[str, bool, bool], tuple[float, float]
-] = {  # (rule, falls back to the CPU, calls torch.save): (real, not real) by repository
+MEASURED: dict[tuple[str, bool, bool], tuple[float, float]] = {
     ("TD001", False, False): (30.48, 108.52),
     ("TD001", True, False): (26.17, 16.83),
     ("TD002", False, False): (16.67, 73.33),
