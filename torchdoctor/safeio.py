@@ -66,6 +66,16 @@ def open_regular(path: str) -> BinaryIO:
     return fh
 
 
+def version(path: str) -> tuple[int, int] | None:
+    """(modification time in ns, size) of the file: the key under which what was read from it
+    may be cached, since an edit changes it. None when it cannot be stat'ed."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size
+
+
 def read_text_bounded(path: str, limit: int = DEFAULT_READ_LIMIT, **kw) -> str:
     data = read_bounded(path, limit, **kw)
     # Windows PowerShell 5's `>` writes UTF-16 with a BOM (a saved collect_env report, say).

@@ -22,7 +22,7 @@ import zlib
 from functools import lru_cache
 
 from ..probes.child import pickle_scan
-from ..safeio import InputError, open_regular
+from ..safeio import InputError, open_regular, version
 
 MAX_PICKLE = 16 << 20
 ZIP_MAGIC = b"PK\x03\x04"
@@ -42,11 +42,8 @@ def saved_locations(path: str) -> frozenset[str] | None:
     holds no tensors, or None when that cannot be known: not a regular file, not a torch file
     (a plain pickle raises "Invalid magic number" in torch.load anyway), a pickle larger than
     MAX_PICKLE, a malformed one."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return _locations(path, st.st_mtime_ns, st.st_size)
+    key = version(path)
+    return None if key is None else _locations(path, *key)
 
 
 @lru_cache(maxsize=256)

@@ -26,7 +26,7 @@ from typing import Any
 
 from .. import config as shared_config
 from ..data.compat import first_release_for_python
-from ..safeio import InputError, read_text_bounded
+from ..safeio import InputError, read_text_bounded, version
 from .rules import RULES, resolve
 
 CONFIG_LIMIT = shared_config.CONFIG_LIMIT
@@ -349,11 +349,8 @@ def _uv_lock_floor(root: str | None) -> tuple[int, int] | None:
     if root is None:
         return None
     path = os.path.join(root, "uv.lock")
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return _lock_floor(path, st.st_mtime_ns, st.st_size)
+    key = version(path)
+    return None if key is None else _lock_floor(path, *key)
 
 
 @lru_cache(maxsize=256)
