@@ -26,7 +26,7 @@ from typing import Any
 
 from .. import config as shared_config
 from ..data.compat import first_release_for_python
-from ..safeio import InputError, read_text_bounded, version
+from ..safeio import InputError, read_text_bounded
 from .rules import RULES, resolve
 
 CONFIG_LIMIT = shared_config.CONFIG_LIMIT
@@ -319,9 +319,9 @@ def config_for_dir(directory: str) -> ProjectConfig:
         cfg = shared_config.Config(exc.path)
         out = ProjectConfig(root=cfg.root)
     torch_min = _torch_min(directory, cfg)
-    for floor in (_python_floor(cfg), _uv_lock_floor(cfg.root)):
-        if floor is not None and (torch_min is None or floor > torch_min):
-            torch_min = floor
+    python_floor = _python_floor(cfg)
+    if python_floor is not None and (torch_min is None or python_floor > torch_min):
+        torch_min = python_floor
     return dataclasses.replace(out, torch_min=torch_min, problems=tuple(problems))
 
 
@@ -335,28 +335,6 @@ def _python_floor(cfg: shared_config.Config) -> tuple[int, int] | None:
         return None
     lows = [(int(a), int(b)) for a, b in REQUIRES_PYTHON_FLOOR.findall(spec)]
     return first_release_for_python(max(lows)) if lows else None
-
-
-# A uv.lock package entry: `[[package]]` then `name = "torch"` and `version = "2.12.1"` (or
-# "2.8.0+cu128": one entry per variant the lock resolves, for each platform or extra)
-UV_LOCK_TORCH = re.compile(r'^name = "torch"\r?\nversion = "(\d+)\.(\d+)', re.M)
-
-
-def _uv_lock_floor(root: str | None) -> tuple[int, int] | None:
-    """The oldest torch the project's uv.lock resolves: `uv sync`, how a uv project installs,
-    installs what the lock says (Maniskill-Imitation-Learning-Lab, blind set 262: its lock
-    holds torch 2.12.1, where weights_only is the default; its labeller read the loads so)."""
-    if root is None:
-        return None
-    path = os.path.join(root, "uv.lock")
-    key = version(path)
-    return None if key is None else _lock_floor(path, *key)
-
-
-@lru_cache(maxsize=256)
-def _lock_floor(path: str, _mtime_ns: int, _size: int) -> tuple[int, int] | None:
-    found = [(int(a), int(b)) for a, b in UV_LOCK_TORCH.findall(_read(path) or "")]
-    return min(found) if found else None
 
 
 def config_for(path: str) -> ProjectConfig:
