@@ -230,6 +230,11 @@ def findings_of_set(n: int, code: Path, corpus_root: Path) -> list[dict]:
                     if outer is None
                     else named_elsewhere(outer, f.file, files, others)
                 )
+                # is the definition around the line named by another file that falls back?
+                fallbacks = {p: t for p, t in files.items() if p != f.file and falls_back(t)}
+                row["named_in_fallback"] = (
+                    "module level" if outer is None else named_elsewhere(outer, "", fallbacks, "")
+                )
                 if f.rule == "TD101":
                     row["load_saved_by_project"] = bool(load_keys(f.file, text, f.line) & saved)
                 if f.rule in ("TD001", "TD002"):
@@ -271,6 +276,12 @@ FEATURES = {
         else (r["load_saved_by_project"], r["file_falls_back"])
     ),
     "function uses a device variable": lambda r: r.get("function_uses_device"),
+    "its top-level definition is named in another file that falls back": lambda r: r[
+        "named_in_fallback"
+    ],
+    "... or its own file falls back": lambda r: (
+        r["named_in_fallback"] is True or r["file_falls_back"]
+    ),
     "its top-level class or function is named elsewhere": lambda r: r["named_elsewhere"],
 }
 
