@@ -39,15 +39,15 @@ def string_constant(module: ast.Module, name: str) -> str | None:
     return str(texts.pop()) if len(texts) == 1 else None
 
 
-def reexports(module: ast.Module, name: str) -> list[tuple[str, str]]:
-    """Where else `name` may come from: (module, its name there) of each top-level
-    `from m import *` and `from m import x as name`, leading dots kept."""
+def reexports(module: ast.Module, name: str, star: bool = True) -> list[tuple[str, str]]:
+    """Where `name` may come from: (module, its name there) of each top-level
+    `from m import x as name` and, with `star`, `from m import *`; leading dots kept."""
     out = []
     for s in module.body:
         if isinstance(s, ast.ImportFrom) and s.module != "__future__":
             source = "." * s.level + (s.module or "")
             for a in s.names:
-                if a.name == "*" or (a.asname or a.name) == name:
+                if (star and a.name == "*") or (a.name != "*" and (a.asname or a.name) == name):
                     out.append((source, name if a.name == "*" else a.name))
     return out
 

@@ -136,6 +136,7 @@ class Project:
         self._fallback_importers: dict[str, str] | None = None  # computed on first need
         self._calls: dict[Wanted, list[Call]] = {}
         self._constants: dict[tuple[str, str, int], str | None] = {}
+        self._modules: dict[str, ast.Module | None] = {}
         if key and memo and memo.get("key") == key:
             self._load_memo(memo)
 
@@ -210,12 +211,18 @@ class Project:
                 return self._constants[key]
         return None
 
+    def _module(self, path: str) -> ast.Module | None:
+        """The file's tree, parsed once however many of its names are looked up."""
+        if path not in self._modules:
+            data = self.read(path)
+            try:
+                self._modules[path] = ast.parse(data) if data is not None else None
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                self._modules[path] = None
+        return self._modules[path]
+
     def _constant_in(self, path: str, name: str, depth: int) -> str | None:
-        data = self.read(path)
-        try:
-            tree = ast.parse(data) if data is not None else None
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            tree = None
+        tree = self._module(path)
         if tree is None:
             return None
         text = string_constant(tree, name)

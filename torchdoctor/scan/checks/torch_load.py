@@ -10,7 +10,7 @@ from itertools import pairwise
 from typing import Any
 
 from ..astutil import assigned_values, dotted, parent_map
-from ..constants import module_constants, project_relative
+from ..constants import module_constants, project_relative, reexports
 from ..context import DEVICE_VARIABLE, Check, Context
 from ..model import Edit
 from ..saved_files import path_argument, path_keys
@@ -606,12 +606,8 @@ def imported_name(ctx: Context, node: ast.Call) -> tuple[str, str] | None:
         return None
     if ctx.func is not None and _local(ctx, path.id):
         return None
-    for s in ctx.module.body:
-        if isinstance(s, ast.ImportFrom) and s.module != "__future__":
-            for a in s.names:
-                if (a.asname or a.name) == path.id and a.name != "*":
-                    return "." * s.level + (s.module or ""), a.name
-    return None
+    found = reexports(ctx.module, path.id, star=False)
+    return found[0] if found else None
 
 
 def _url_load(ctx: Context, node: ast.Call) -> None:

@@ -91,8 +91,9 @@ def _moved(ctx: Context, node: ast.Call, kind: str, attr: str) -> None:
         )
         fixed = None  # the test must change with it: not a one-name edit
     else:
-        message = f"`{wrong}` does not exist (AttributeError on every machine): `{right}` is"
-        message += " the function"
+        message = (
+            f"`{wrong}` does not exist (AttributeError on every machine): `{right}` is the function"
+        )
     edit = ctx.replace(node.func, fixed) if fixed else None
     ctx.report("TD009", node, message, f"{right}(…)", edit)
 
