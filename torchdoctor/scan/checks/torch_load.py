@@ -239,15 +239,56 @@ def _in_same_run(ctx: Context, node: ast.Call) -> bool:
             for n in ast.walk(scope)
             if isinstance(n, ast.Call) and dotted(n.func).endswith("torch.save") and len(n.args) > 1
         ]
-        ctx.memo[key] = (saves, parent_map(scope) if saves else {})
-    saves, parents = ctx.memo[key]
-    wanted = _path_key(scope, path_argument(node, 0, "f"))
+        handed = _handed_model_and_path(scope)
+        ctx.memo[key] = (saves, handed, parent_map(scope) if saves or handed else {})
+    saves, handed, parents = ctx.memo[key]
+    path = path_argument(node, 0, "f")
+    wanted = _path_key(scope, path)
     if wanted is None:
         return False
-    return any(
+    if any(
         _path_key(scope, save.args[1]) == wanted and _saved_before(parents, save, node)
         for save in saves
-    )
+    ):
+        return True
+    built_from = _path_names(scope, path)
+    return any(name in built_from and _saved_before(parents, call, node) for call, name in handed)
+
+
+# What names a model in a call's arguments: `self.model`, `net`, `model.module`, `actor`…
+MODEL_WORD = re.compile(r"(^|[._])(model|net|network|actor|critic|policy|module)s?($|[._])", re.I)
+
+
+def _handed_model_and_path(scope: ast.AST) -> list[tuple[ast.Call, str]]:
+    """Calls in a loop that are handed a model and a plain name besides: a checkpointing
+    helper given the folder or file it writes (Time-Series-Library's `early_stopping(
+    vali_loss, self.model, path)`, whose EarlyStopping saves `path/checkpoint.pth`; the
+    train() after it reloads that file in the same run: eight repositories of blind sets
+    163-257, every such load labelled same-run)."""
+    found = []
+    for loop in ast.walk(scope):
+        if not isinstance(loop, LOOPS):
+            continue
+        for call in ast.walk(loop):
+            if not isinstance(call, ast.Call):
+                continue
+            args = [*call.args, *(k.value for k in call.keywords)]
+            if not any(MODEL_WORD.search(dotted(a)) for a in args):
+                continue
+            found += [(call, a.id) for a in args if isinstance(a, ast.Name)]
+    return found
+
+
+def _path_names(scope: ast.AST, path: ast.expr | None) -> set[str]:
+    """The plain names a load's path is built from (through a name the scope assigns once:
+    `best_model_path = path + "/" + "checkpoint.pth"`)."""
+    if isinstance(path, ast.Name):
+        values = assigned_values(scope, path.id)
+        if len(values) == 1:
+            path = values[0]
+    if path is None:
+        return set()
+    return {n.id for n in ast.walk(path) if isinstance(n, ast.Name)}
 
 
 def _saved_before(parents: dict[int, ast.AST], save: ast.AST, load: ast.AST) -> bool:
