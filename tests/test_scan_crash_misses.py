@@ -4,13 +4,9 @@ the labellers judged, reduced to what decides it."""
 
 from __future__ import annotations
 
-import pytest
-
-from torchdoctor.scan.context import falls_back
-
 from .scan_tree import scan_tree as scan
 
-# Time-Series-Library's layout, as XXLTraffic (set 232), LLM-TS-Integrator (246) and five more
+# Time-Series-Library's layout, as XXLTraffic (set 232), LLM-TS-Integrator (246) and six more
 # repositories of sets 163-257 copy it: run.py turns the GPU flag off without CUDA, Exp_Basic
 # then picks the CPU, train() reloads the checkpoint its EarlyStopping wrote in the same run,
 # test(test=1) loads one an earlier (GPU) run wrote.
@@ -74,48 +70,6 @@ def test_a_call_given_the_path_but_no_model_writes_nothing(tmp_path):
     found = scan(tmp_path, {"run.py": RUN, "exp/exp_long_term_forecasting.py": src})
     lines = [line for path, line, _ in _loads(found) if path.startswith("exp/")]
     assert lines == [19, 25]
-
-
-@pytest.mark.parametrize(
-    "line",
-    [
-        "args.use_gpu = True if torch.cuda.is_available() and args.use_gpu else False",
-        "args.cuda = not args.no_cuda and torch.cuda.is_available()",  # pytorch/examples
-        "use_cuda = torch.cuda.is_available()",
-        "    self.use_gpu = torch.cuda.is_available()",
-    ],
-)
-def test_a_gpu_flag_set_from_the_availability_test_is_a_cpu_fallback(line):
-    assert falls_back(f"import torch\n{line}\n")
-
-
-@pytest.mark.parametrize(
-    "line",
-    [
-        "ok = torch.cuda.is_available()",  # a flag that does not name the GPU
-        "if use_gpu == torch.cuda.is_available():",  # a comparison
-        "use_gpu = True",
-        # a GPU's name for the log line (3d-vla's trainer, set 156)
-        'gpu_name = torch.cuda.get_device_name(0) if torch.cuda.is_available() else ""',
-        "n_gpu = torch.cuda.device_count() if torch.cuda.is_available() else 0",
-    ],
-)
-def test_what_is_no_gpu_flag_fallback(line):
-    assert not falls_back(f"import torch\n{line}\n")
-
-
-def test_run_py_with_the_gpu_flag_is_the_importer_that_falls_back(tmp_path):
-    """The exp file takes its device from a caller; run.py, which imports it, falls back: the
-    load's grounds name it (before this, "no scanned file that imports it falls back")."""
-    from torchdoctor.scan import ScanOptions, scan_paths
-
-    for name, text in {"run.py": RUN, "exp/exp_long_term_forecasting.py": EXP}.items():
-        path = tmp_path / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(__import__("textwrap").dedent(text))
-    result = scan_paths([str(tmp_path)], ScanOptions(confidence="low", portable=True), jobs=1)
-    (load,) = [f for f in result.findings if f.rule == "TD101" and f.line == 25]
-    assert "run.py imports it and falls back to the CPU" in load.grounds
 
 
 # openai-whisper moved to MPS: "Could not run 'aten::_sparse_coo_tensor_with_dims_and_tensors'

@@ -129,6 +129,10 @@ POSITIVE = {
         "class G(nn.Module):\n    def __init__(self, i, v):\n        super().__init__()\n"
         "        self.register_buffer('adj', torch.sparse_coo_tensor(i, v, (3, 3)))",
         "adj = adj.to_sparse().to(device)",
+        # pytorch/pytorch#143955: Whisper on MPS, SparseMPS backend
+        "import whisper\ndevice = 'mps' if torch.backends.mps.is_available() else 'cpu'\n"
+        "model = whisper.load_model('large-v3', device=device)",
+        "from whisper import load_model\nm = load_model('tiny')\nm = m.to('mps')",
     ],
     "TD603": [
         "loss = nn.CTCLoss()(logp, y, il, tl)",
@@ -273,6 +277,12 @@ NEGATIVE = {
     "TD602": [
         "adj = adj.to_sparse()",  # stays on the CPU
         "x = x.to(device)",
+        # Whisper kept off MPS on purpose (the CUDA-or-CPU pick of most Whisper projects)
+        "import whisper\ndevice = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+        "model = whisper.load_model('base', device=device)",
+        "import whisper\nmodel = whisper.load_model('base')",  # whisper picks CUDA or the CPU
+        "from faster_whisper import WhisperModel\nfrom x import load_model\n"
+        "m = load_model('tiny', device='mps')",  # not openai-whisper's
     ],
     "TD603": [
         "loss = nn.CrossEntropyLoss()(logits, y)",

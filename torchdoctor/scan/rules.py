@@ -286,7 +286,9 @@ RULES: tuple[Rule, ...] = (
         "A sparse COO buffer or tensor moved to MPS (`model.to('mps')`, `.to(device)`) raises "
         "'Could not run aten::_sparse_coo_tensor_with_dims_and_tensors with arguments from the "
         "SparseMPS backend'; sparse MPS support began in mid-2025 (pytorch/pytorch#157238) and "
-        "covers some ops only. Keep it dense on MPS or keep the sparse part on the CPU.",
+        "covers some ops only. Keep it dense on MPS or keep the sparse part on the CPU. "
+        "openai-whisper's model holds one (alignment_heads): `whisper.load_model(…, "
+        "device=<mps>)` raises it on releases before the sparse MPS work of late 2025.",
         precision="medium",
     ),
     Rule(

@@ -25,6 +25,7 @@ from . import (
     sync_loop,
     torch_load,
     torch_save,
+    whisper_mps,
     wrong_call,
 )
 
@@ -51,6 +52,7 @@ CHECKS: tuple[Check, ...] = tuple(
         sync_loop,
         pin_memory,
         mps,
+        whisper_mps,
         wrong_call,
     )
 )

@@ -237,6 +237,11 @@ def _then_cpu(ctx: Context, node: ast.Call) -> bool:
 
 
 _FIX = "use float32 on the device, or move to the CPU first (.cpu().double())"
+SPARSE_MESSAGE = (
+    "\"Could not run 'aten::_sparse_coo_tensor_with_dims_and_tensors' with arguments from the "
+    "'SparseMPS' backend\" (no sparse MPS before the work of mid-2025, partial since)"
+)
+SPARSE_FIX = "keep it dense on MPS (.to_dense()), or keep the sparse part on the CPU"
 
 
 def _sparse(ctx: Context, node: ast.Call) -> None:
@@ -255,10 +260,8 @@ def _sparse(ctx: Context, node: ast.Call) -> None:
     ctx.report(
         "TD602",
         node,
-        "a sparse tensor moved to MPS raises \"Could not run 'aten::_sparse_coo_tensor_with_dims"
-        "_and_tensors' with arguments from the 'SparseMPS' backend\" (no sparse MPS before the "
-        "work of mid-2025, partial since)",
-        "keep it dense on MPS (.to_dense()), or keep the sparse part on the CPU",
+        "a sparse tensor moved to MPS raises " + SPARSE_MESSAGE,
+        SPARSE_FIX,
         confidence="medium",
         needs=("mps",),
     )
