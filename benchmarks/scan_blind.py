@@ -291,6 +291,9 @@ KIND_RULES: dict[str, frozenset[str]] = {
     "inputs-not-moved-to-device": frozenset(),
     "get-device-on-cpu": frozenset(),
     "mps-fallback-set-after-torch-import": frozenset(),
+    # sets 266-273, before their scoring: a tensor's `.to(device)` whose result is discarded
+    # (not in place, unlike a module's): no rule points at it
+    "discarded-tensor-to": frozenset(),
 }
 # Label rows the labeller gave one root cause (method.md): recall is also counted per root.
 ONE_ROOT = {("lllyasviel/Fooocus", "ldm_patched/modules/model_management.py")}
