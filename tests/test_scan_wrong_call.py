@@ -52,6 +52,26 @@ def test_autocast_given_its_device_type_or_the_old_api_is_quiet(call):
     assert _found(f"import torch\nwith {call}:\n    pass\n") == []
 
 
+# guitar-duets-source-separation (set 270): the old per-device autocast, given a device type
+GUITAR_DUETS = """import torch
+from torch.cuda.amp import GradScaler, autocast
+
+def validate(model, x, device, use_amp):
+    with autocast(device_type=device.type, enabled=use_amp):
+        return model(x)
+"""
+
+
+def test_autocast_new_got_an_unexpected_keyword_argument_device_type():
+    assert _found(GUITAR_DUETS) == [("TD009", 5, "high")]
+    # the same call on torch.amp.autocast, which takes one, is right
+    assert (
+        _found(GUITAR_DUETS.replace("torch.cuda.amp import GradScaler, ", "torch.amp import "))
+        == []
+    )
+    assert _found("import torch\nwith torch.cuda.amp.autocast(enabled=True):\n    pass\n") == []
+
+
 # MTGBench's run.py frees the MPS cache after each run with --gpu_type mps
 def test_torch_backends_mps_has_no_attribute_empty_cache():
     src = "import torch as th\nth.backends.mps.empty_cache()\n"
@@ -98,6 +118,9 @@ def test_the_installed_torch_agrees():
     for call in (torch.autocast, torch.amp.autocast):
         with pytest.raises(TypeError, match="device_type"):
             call()
+    for call in (torch.cuda.amp.autocast, torch.cpu.amp.autocast):
+        with pytest.raises(TypeError, match="unexpected keyword argument 'device_type'"):
+            call(device_type="cpu", enabled=False)
     for kind, moved in MOVED.items():
         backend, module = getattr(torch.backends, kind), getattr(torch, kind)
         assert not [n for n in moved if hasattr(backend, n)], kind

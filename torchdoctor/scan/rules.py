@@ -120,7 +120,8 @@ RULES: tuple[Rule, ...] = (
         "a torch call that raises on every machine",
         "`torch.autocast()` / `torch.amp.autocast()` need the device type "
         "(`torch.autocast(device_type=device.type)`): without it they raise TypeError on a GPU "
-        "too. MPS's and CUDA's memory and RNG functions live in `torch.mps` / `torch.cuda`: "
+        "too; `torch.cuda.amp.autocast(device_type=…)` raises TypeError as well. MPS's and "
+        "CUDA's memory and RNG functions live in `torch.mps` / `torch.cuda`: "
         "`torch.backends.mps.empty_cache()` raises AttributeError (and under a `hasattr` test "
         "for it, never runs).",
         precision="medium",

@@ -3,7 +3,8 @@
 `torch.autocast()` / `torch.amp.autocast()` need the device type, which `torch.cuda.amp.autocast()`
 did not: code moved from one to the other without it raises "autocast.__init__() missing 1
 required positional argument: 'device_type'" (TypeError) when the block is entered, on a GPU
-too (MTGBench's trainer under --use_amp, blind set 255). MPS's memory and RNG functions live in
+too (MTGBench's trainer under --use_amp, blind set 255); `torch.cuda.amp.autocast` given one
+raises too (set 270). MPS's memory and RNG functions live in
 `torch.mps`, CUDA's in `torch.cuda`: `torch.backends.mps.empty_cache()` is an AttributeError
 (MTGBench's run.py, set 255), and under `if hasattr(torch.backends.mps, "empty_cache"):` it
 never runs, so the cache is never freed (text-generation-webui, set 2). Checked on torch
@@ -19,6 +20,12 @@ from ..astutil import dotted
 from ..context import Check, Context
 
 AUTOCAST = frozenset(["autocast", "amp.autocast", "amp.autocast_mode.autocast"])
+# The per-device ones take no device type: given one, "autocast.__new__() got an unexpected
+# keyword argument 'device_type'" (guitar-duets-source-separation's validation loop, blind set
+# 270: `from torch.cuda.amp import autocast`, then `autocast(device_type=device.type, …)`)
+DEVICE_AUTOCAST = frozenset(
+    ["cuda.amp.autocast", "cpu.amp.autocast", "cuda.amp.autocast_mode.autocast"]
+)
 # torch.backends.<kind> has none of these (torch 2.13.0); torch.<kind> has each
 MOVED = {
     "mps": frozenset(
@@ -68,6 +75,18 @@ def _autocast(ctx: Context, node: ast.Call, name: str) -> None:
     )
 
 
+def _device_autocast(ctx: Context, node: ast.Call) -> None:
+    if not any(k.arg == "device_type" for k in node.keywords):
+        return
+    ctx.report(
+        "TD009",
+        node,
+        f"`{dotted(node.func)}()` takes no device type: TypeError (unexpected keyword argument "
+        "'device_type') on every machine",
+        "torch.amp.autocast(device_type=…, …), which takes one",
+    )
+
+
 def _hasattr_test(test: ast.AST, attr: str) -> bool:
     return any(
         isinstance(n, ast.Call)
@@ -106,6 +125,9 @@ def on_call(ctx: Context, node: ast.Call) -> None:
         return
     if name in AUTOCAST:
         _autocast(ctx, node, name)
+        return
+    if name in DEVICE_AUTOCAST:
+        _device_autocast(ctx, node)
         return
     parts = name.split(".")
     if len(parts) == 3 and parts[0] == "backends" and parts[2] in MOVED.get(parts[1], ()):
