@@ -133,6 +133,7 @@ class Context(SourcePositions, Bindings, DeviceGuards, CallSites, ast.NodeVisito
         self.if_tests: list[ast.expr] = []
         self.withs: list[ast.expr] = []  # context managers around the current node
         self.catch_all = 0  # try bodies around the node whose handler catches AssertionError
+        self.handlers: list[tuple[ast.Try, ast.ExceptHandler]] = []  # handlers around the node
         self.funcs: list[Func] = []
         self.classes: list[Class] = []
         self.loops: list[Loop] = []
@@ -351,7 +352,9 @@ class Context(SourcePositions, Bindings, DeviceGuards, CallSites, ast.NodeVisito
         self._block(node.body)
         self.catch_all -= caught
         for handler in node.handlers:
+            self.handlers.append((node, handler))  # type: ignore[arg-type]
             self.visit(handler)
+            self.handlers.pop()
         self._block(node.orelse)
         self._block(node.finalbody)
 

@@ -397,6 +397,8 @@ def _weights_only(ctx: Context, node: ast.Call, kw: set[str | None], edit: Edit 
         return
     if torch_min is not None and torch_min >= WEIGHTS_ONLY_DEFAULT:
         return  # the project requires torch ≥ 2.6, where weights_only=True is the default
+    if _old_torch_fallback(ctx):
+        return
     # weights_only=True refuses a pickled module or object: only a state dict surely loads
     # (fix.py may find more evidence, e.g. a torch.save of a state_dict() to the same path).
     if id(node) not in ctx.into_load_state_dict:
@@ -413,6 +415,30 @@ def _weights_only(ctx: Context, node: ast.Call, kw: set[str | None], edit: Edit 
         edit,
         needs=needs,
     )
+
+
+def _old_torch_fallback(ctx: Context) -> bool:
+    """In the `except TypeError:` of a `try` whose load passes weights_only: the fallback for a
+    torch older than the keyword (1.13), where a full unpickling is all there is, and the
+    author's choice is made in the `try` (diffusion-policy-obstacle-reach-2d's eval scripts,
+    blind set 266: three lookalikes)."""
+    return any(
+        _catches(handler.type, "TypeError")
+        and any(
+            isinstance(n, ast.Call)
+            and dotted(n.func).endswith("load")
+            and any(k.arg == "weights_only" for k in n.keywords)
+            for stmt in tried.body
+            for n in ast.walk(stmt)
+        )
+        for tried, handler in ctx.handlers
+    )
+
+
+def _catches(kind: ast.expr | None, name: str) -> bool:
+    """Does `except <kind>` catch `name` (by name, in a tuple, or as Exception / bare)?"""
+    kinds = kind.elts if isinstance(kind, ast.Tuple) else [kind]
+    return any(k is None or dotted(k).rsplit(".", 1)[-1] in (name, "Exception") for k in kinds)
 
 
 def _fixed_relative_path(ctx: Context, node: ast.Call) -> tuple[str, ...] | None:
