@@ -294,6 +294,10 @@ KIND_RULES: dict[str, frozenset[str]] = {
     # sets 266-273, before their scoring: a tensor's `.to(device)` whose result is discarded
     # (not in place, unlike a module's): no rule points at it
     "discarded-tensor-to": frozenset(),
+    # sets 274-281, before their scoring, by name only: a CUDA default tensor type, as
+    # cuda-legacy-type; CUDA device indices, as hardcoded-gpu-index
+    "cuda-default-tensor-type": frozenset({"TD001", "TD002", "TD003", "TD304"}),
+    "cuda-index-devices": frozenset({"TD001", "TD002", "TD003"}),
 }
 # Label rows the labeller gave one root cause (method.md): recall is also counted per root.
 ONE_ROOT = {("lllyasviel/Fooocus", "ldm_patched/modules/model_management.py")}
