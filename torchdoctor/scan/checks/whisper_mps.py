@@ -34,8 +34,9 @@ def _whisper_loaders(ctx: Context) -> frozenset[str]:
     """The names that call openai-whisper's load_model here: `whisper.load_model` (or its
     alias) and a `load_model` imported from whisper."""
     if "whisper_loaders" not in ctx.memo:
-        found = set()
-        for node in ast.walk(ctx.module):
+        found: set[str] = set()
+        # a text test first: `.to(` calls reach this hook in every file the walk enters
+        for node in ast.walk(ctx.module) if "whisper" in ctx.text else ():
             if isinstance(node, ast.Import):
                 found |= {
                     f"{a.asname or a.name}.{LOADER}" for a in node.names if a.name == "whisper"
