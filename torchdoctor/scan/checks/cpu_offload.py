@@ -60,6 +60,25 @@ def _accelerator_there(test: ast.AST, holds: bool) -> bool:
     return narrow_when_false(test) and _mentions_cpu(test)  # type: ignore[arg-type]
 
 
+def _opted_in(ctx: Context, test: ast.AST, holds: bool) -> bool:
+    """`if args.cpu_offload:` where `--cpu-offload` is a `store_true` option: offloading is what
+    the user asked for, on the GPU whose memory it saves (enhanced-deforum-music-generator's
+    video CLI, blind set 288: six lookalikes). Not an option that is on by default (a ComfyUI
+    loader's `enable_model_cpu_offload` input defaulting to True: DepthCrafter, set 260)."""
+    if not holds or _negated(test) is not None:
+        return False
+    for name in names(test):
+        flag = name.rsplit(".", 1)[-1]
+        if "offload" not in flag.lower():
+            continue
+        option = flag.replace("_", "[-_]")
+        call = re.search(rf"""add_argument\(\s*["']--{option}["'][^)]*\)""", ctx.text)
+        spec = call.group(0).replace(" ", "") if call else ""
+        if "store_true" in spec and "default=True" not in spec:
+            return True
+    return False
+
+
 def _device_given(node: ast.Call) -> bool:
     """`device=` passed and not a "cuda" literal: the caller chose where models go."""
     for k in node.keywords:
@@ -80,7 +99,7 @@ def on_call(ctx: Context, node: ast.Call) -> None:
     if ctx.func is not None and ctx.func.node.name == func.attr:
         return  # a pipeline's own override calling diffusers' (`super().enable_…()`)
     for entry in ctx.tests_around():
-        if entry is None or _accelerator_there(*entry):
+        if entry is None or _accelerator_there(*entry) or _opted_in(ctx, *entry):
             return
     if "is_comfy" not in ctx.memo:
         ctx.memo["is_comfy"] = bool(COMFY.search(ctx.text))
