@@ -271,7 +271,12 @@ def test_an_extra_cannot_lower_the_floor_the_dependencies_set_silero_vad(tmp_pat
         (["torch[opt] >= 2.6.0, <3"], (2, 6)),
         (["torch==2.7.1"], (2, 7)),
         (["torch"], None),
-        (["torchvision>=0.20"], None),
+        (["torchvision>=0.99"], None),  # not read as torch 0.99; no such companion release
+        (["torchvision>=0.20"], None),  # torch not named: nothing said of it here
+        (["torch\ntorchvision>=0.20"], (2, 5)),  # torchvision 0.20 is built for torch 2.5 only
+        (["torch\ntorchvision", "torch==2.12.0\ntorchvision==0.27.0"], None),  # set 231's
+        (["torch\ntorchaudio>=2.11.0"], (2, 11)),  # set 282's low_vol_with_lstm_har_bl
+        (["torch>=2.7\ntorchvision>=0.16"], (2, 7)),  # the higher floor decides
         (["torch>=2.6", "torch>=1.13"], (1, 13)),
         (["torch>=2.6; python_version >= '3.9'"], (2, 6)),
         # lenML/Speech-AI-Forge's requirements.dev_gpu.txt (set 103): a direct wheel pins 2.6,

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import config as shared_config
-from ..data.compat import first_release_for_python
+from ..data.compat import first_release_for_python, torch_for_companion
 from ..safeio import InputError, read_text_bounded
 from .rules import RULES, resolve
 
@@ -34,6 +34,12 @@ ALL = "*"
 # `[ \t]`, not `\s`: a bare `torch` line must not read the next line's `tqdm>=4.64` (RAVE)
 TORCH_REQ = re.compile(r"^[ \t]*torch(?![\w.-])[ \t]*(?:\[[^\]\n]*\])?[ \t]*([^;#\n]*)", re.M)
 LOWER_BOUND = re.compile(r"(>=|==|~=|>)\s*(\d+)\.(\d+)")
+# torchvision / torchaudio pin the torch they were built for: `torchvision>=0.26` admits no torch
+# before 2.11 (sybeom528/low_vol_with_lstm_har_bl, blind set 282: `torch>=2.1.0` beside
+# `torchaudio>=2.11.0` and `torchvision>=0.26.0`, three loads labelled safe by default)
+COMPANION_REQ = re.compile(
+    r"^[ \t]*(torchvision|torchaudio)(?![\w.-])[ \t]*(?:\[[^\]\n]*\])?[ \t]*([^;#\n]*)", re.M
+)
 # `requires-python = ">=3.14"`: the lowest CPython a project runs on (">3.13" allows 3.13.1)
 REQUIRES_PYTHON_FLOOR = re.compile(r"(?:>=|~=|==|>)\s*(\d+)\.(\d+)")
 # `torch @ https://…/torch-2.6.0%2Bcu126-cp310-…whl`: a direct wheel pins the release in its name
@@ -75,17 +81,40 @@ class ProjectConfig:
 
 
 def torch_lower_bound(requirements: list[str]) -> tuple[int, int] | None:
-    """The lowest torch release requirement lines allow: `torch>=2.6,<3` -> (2, 6). A line
-    without a lower bound (`torch`) allows any release; two lines, the lower of the two."""
-    best: tuple[int, int] | None = None
+    """The lowest torch release requirement texts allow (each a file, or one requirement):
+    `torch>=2.6,<3` -> (2, 6). A line without a lower bound (`torch`) allows any release; two
+    texts, the lower of the two. In one text, a torchvision or torchaudio floor raises torch's
+    to the release that companion was built for; another file's pins do not (PanelCleaner's
+    requirements_tested.txt, set 231, freezes what the unpinned requirements.txt allows)."""
+    floors: list[tuple[int, int] | None] = []
     for req in requirements:
-        for m in TORCH_REQ.finditer(req):
-            bounds = [(int(a), int(b)) for _, a, b in LOWER_BOUND.findall(m.group(1))]
-            bounds += [(int(a), int(b)) for a, b in WHEEL_VERSION.findall(m.group(1))]
-            if not bounds:
-                return None
-            best = max(bounds) if best is None else min(best, max(bounds))
-    return best
+        lines = [_line_floor(m.group(1)) for m in TORCH_REQ.finditer(req)]
+        if not lines:
+            continue
+        own = None if None in lines else min(lines)  # type: ignore[type-var]
+        companion = _companion_floor(req)
+        floors.append(max(own, companion) if own and companion else own or companion)
+    if not floors or None in floors:
+        return None
+    return min(floors)  # type: ignore[type-var]
+
+
+def _line_floor(spec: str) -> tuple[int, int] | None:
+    bounds = [(int(a), int(b)) for _, a, b in LOWER_BOUND.findall(spec)]
+    bounds += [(int(a), int(b)) for a, b in WHEEL_VERSION.findall(spec)]
+    return max(bounds) if bounds else None
+
+
+def _companion_floor(text: str) -> tuple[int, int] | None:
+    """The torch release the highest torchvision / torchaudio floor in `text` was built for, if
+    the compatibility table knows it."""
+    found: list[tuple[int, int]] = []
+    for m in COMPANION_REQ.finditer(text):
+        for _, a, b in LOWER_BOUND.findall(m.group(2)):
+            built_for = torch_for_companion(m.group(1), f"{a}.{b}.0")
+            if built_for is not None:
+                found.append(tuple(map(int, built_for.split(".")))[:2])  # type: ignore[arg-type]
+    return max(found) if found else None
 
 
 def _rule_ids(
@@ -211,8 +240,13 @@ def _requirement_files(folder: str) -> tuple[tuple[str, str], ...]:
     return tuple((n, kind) for n, kind in kinds if kind is not None)
 
 
+# requirements.txt, dev-requirements.txt, and the names people also give it: requirement.txt,
+# reqs.txt, requierments.txt (werent4/wav2vec-emotions, blind set 288: torch==2.7.1 there)
+REQUIREMENTS_NAME = re.compile(r"requirements|^req\w*\.txt$")
+
+
 def _requirements_kind(name: str) -> str | None:
-    if "requirements" in name and name.endswith(".txt"):
+    if REQUIREMENTS_NAME.search(name) and name.endswith(".txt"):
         return "pip"
     if name.startswith("environment") and name.endswith((".yml", ".yaml")):
         return "conda"
@@ -284,7 +318,16 @@ def _floor_of_parts(directory: str) -> tuple[int, int] | None:
         reqs = _declared(d)
         if any(TORCH_REQ.search(r) for r in reqs):
             return torch_lower_bound(reqs)
+    for d in _ancestors(directory):
+        reqs = [r for sub in SETUP_FOLDERS for r in _declared(os.path.join(d, sub))]
+        if any(TORCH_REQ.search(r) for r in reqs):
+            return torch_lower_bound(reqs)
     return None
+
+
+# Where a project with no requirement file at or above the code keeps it: setup/requirements-
+# freeze.txt (fusiongodo/medical-image-registration, blind set 289: torch==2.12.0)
+SETUP_FOLDERS = ("setup", "requirements", "env", "envs", "install")
 
 
 def _torch_min(directory: str, cfg: shared_config.Config) -> tuple[int, int] | None:
@@ -296,7 +339,7 @@ def _torch_min(directory: str, cfg: shared_config.Config) -> tuple[int, int] | N
         declared = []
         if cfg.root == root:  # the project's own pyproject.toml (the configuration's file)
             declared = _pyproject_requirements(cfg)
-            bound = torch_lower_bound(declared)
+            bound = torch_lower_bound(["\n".join(declared)])  # one list: its companions count
             if bound is not None:
                 return bound
         reqs = _declared(root)
