@@ -102,7 +102,10 @@ def _judged(ctx: Context, dev: ast.expr | None, at: int) -> dict[str, str] | Non
 
 
 def on_call(ctx: Context, node: ast.Call) -> None:
-    if dotted(node.func) in _whisper_loaders(ctx):
+    loaders = _whisper_loaders(ctx)
+    if not loaders:
+        return  # no openai-whisper here: most files, and every `.to()` of them reaches this
+    if dotted(node.func) in loaders:
         dev = _device_argument(node)
     elif (
         isinstance(node.func, ast.Attribute)
