@@ -213,15 +213,21 @@ def _path_key(scope: ast.AST, expr: ast.expr | None) -> str | None:
     """What a save and a load must share to name the same file: the expression's text (a
     name the scope assigns once stands for what it assigns), or the project function that
     builds the path, whatever its arguments (tgn's `get_checkpoint_path(epoch)`)."""
-    if isinstance(expr, ast.Name):
-        values = assigned_values(scope, expr.id)
-        if len(values) == 1:
-            expr = values[0]
+    expr = _assigned_once(scope, expr)
     if expr is None:
         return None
     if isinstance(expr, ast.Call) and dotted(expr.func) and dotted(expr.func) not in PATH_BUILDERS:
         return "call:" + dotted(expr.func)
     return ast.unparse(expr)
+
+
+def _assigned_once(scope: ast.AST, expr: ast.expr | None) -> ast.expr | None:
+    """A name the scope assigns once stands for what it assigns; anything else for itself."""
+    if isinstance(expr, ast.Name):
+        values = assigned_values(scope, expr.id)
+        if len(values) == 1:
+            return values[0]
+    return expr
 
 
 def _in_same_run(ctx: Context, node: ast.Call) -> bool:
@@ -282,10 +288,7 @@ def _handed_model_and_path(scope: ast.AST) -> list[tuple[ast.Call, str]]:
 def _path_names(scope: ast.AST, path: ast.expr | None) -> set[str]:
     """The plain names a load's path is built from (through a name the scope assigns once:
     `best_model_path = path + "/" + "checkpoint.pth"`)."""
-    if isinstance(path, ast.Name):
-        values = assigned_values(scope, path.id)
-        if len(values) == 1:
-            path = values[0]
+    path = _assigned_once(scope, path)
     if path is None:
         return set()
     return {n.id for n in ast.walk(path) if isinstance(n, ast.Name)}

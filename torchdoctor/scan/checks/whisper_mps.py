@@ -47,13 +47,18 @@ def _whisper_loaders(ctx: Context) -> frozenset[str]:
     return ctx.memo["whisper_loaders"]  # type: ignore[return-value]
 
 
+def _values_of(ctx: Context, name: str) -> list[ast.expr]:
+    """What the enclosing scope assigns to `name`, else what the module does."""
+    scope = ctx.func.node if ctx.func is not None else ctx.module
+    return assigned_values(scope, name) or assigned_values(ctx.module, name)
+
+
 def _loads_whisper(ctx: Context, expr: ast.expr | None) -> ast.Call | None:
     """The whisper.load_model call `expr` is, or that a name holds: among the values the scope
     (else the module) gives it, the others being moves of it (`m = m.to(device)`)."""
     values = [expr] if expr is not None else []
     if isinstance(expr, ast.Name):
-        scope = ctx.func.node if ctx.func is not None else ctx.module
-        values = assigned_values(scope, expr.id) or assigned_values(ctx.module, expr.id)
+        values = _values_of(ctx, expr.id)
     loaders = _whisper_loaders(ctx)
     loads = [v for v in values if isinstance(v, ast.Call) and dotted(v.func) in loaders]
     moves = [v for v in values if isinstance(v, ast.Call) and call_name(v) == "to"]
@@ -73,12 +78,8 @@ def _device_argument(call: ast.Call) -> ast.expr | None:
 
 def _device_values(ctx: Context, dev: ast.expr) -> list[ast.expr]:
     """What `dev` may hold: itself, or every value the scope (else the module) gives a name."""
-    if isinstance(dev, ast.Name):
-        scope = ctx.func.node if ctx.func is not None else ctx.module
-        values = assigned_values(scope, dev.id) or assigned_values(ctx.module, dev.id)
-        if values:
-            return values
-    return [dev]
+    values = _values_of(ctx, dev.id) if isinstance(dev, ast.Name) else []
+    return values or [dev]
 
 
 def _judged(ctx: Context, dev: ast.expr | None, at: int) -> dict[str, str] | None:
