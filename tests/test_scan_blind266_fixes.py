@@ -27,6 +27,9 @@ def test_the_except_typeerror_fallback_for_a_torch_without_weights_only(tmp_path
     keyword; the first call already passes weights_only=False". The fallback runs only on a
     torch before 1.13, where there is no keyword to add."""
     assert _weights_only(scan(tmp_path, {"eval.py": OLD_TORCH_FALLBACK})) == []
+    for wide in ("except Exception", "except BaseException", "except (OSError, TypeError)"):
+        code = OLD_TORCH_FALLBACK.replace("except TypeError", wide)
+        assert _weights_only(scan(tmp_path / wide[7:12], {"eval.py": code})) == [], wide
 
 
 def test_a_load_in_another_handler_is_still_flagged(tmp_path):

@@ -347,7 +347,7 @@ class Context(SourcePositions, Bindings, DeviceGuards, CallSites, ast.NodeVisito
 
     def visit_Try(self, node: ast.Try) -> None:
         # `torch.cuda.*` without CUDA raises AssertionError: a handler catching it is a fallback
-        caught = any(_catches_assertion(h.type) for h in node.handlers)
+        caught = any(catches(h.type, "AssertionError") for h in node.handlers)
         self.catch_all += caught
         self._block(node.body)
         self.catch_all -= caught
@@ -437,8 +437,9 @@ _VISITORS: dict[type, Callable[[Context, ast.AST], None]] = {}
 _generic = Context.generic_visit
 
 
-def _catches_assertion(kind: ast.expr | None) -> bool:
-    """`except:`, `except Exception`, `except (AssertionError, …)`, …"""
+def catches(kind: ast.expr | None, name: str) -> bool:
+    """Does `except <kind>` catch the exception class `name`: by name, in a tuple, or as
+    `Exception`, `BaseException` or a bare `except:`?"""
     kinds = kind.elts if isinstance(kind, ast.Tuple) else [kind]
-    wide = {"Exception", "BaseException", "AssertionError"}
+    wide = {name, "Exception", "BaseException"}
     return any(k is None or dotted(k).rsplit(".", 1)[-1] in wide for k in kinds)

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..astutil import assigned_values, dotted, parent_map
 from ..constants import module_constants, project_relative, reexports
-from ..context import DEVICE_VARIABLE, Check, Context
+from ..context import DEVICE_VARIABLE, Check, Context, catches
 from ..model import Edit
 from ..saved_files import path_argument, path_keys
 
@@ -426,7 +426,7 @@ def _old_torch_fallback(ctx: Context) -> bool:
     author's choice is made in the `try` (diffusion-policy-obstacle-reach-2d's eval scripts,
     blind set 266: three lookalikes)."""
     return any(
-        _catches(handler.type, "TypeError")
+        catches(handler.type, "TypeError")
         and any(
             isinstance(n, ast.Call)
             and dotted(n.func).endswith("load")
@@ -436,12 +436,6 @@ def _old_torch_fallback(ctx: Context) -> bool:
         )
         for tried, handler in ctx.handlers
     )
-
-
-def _catches(kind: ast.expr | None, name: str) -> bool:
-    """Does `except <kind>` catch `name` (by name, in a tuple, or as Exception / bare)?"""
-    kinds = kind.elts if isinstance(kind, ast.Tuple) else [kind]
-    return any(k is None or dotted(k).rsplit(".", 1)[-1] in (name, "Exception") for k in kinds)
 
 
 def _fixed_relative_path(ctx: Context, node: ast.Call) -> tuple[str, ...] | None:
