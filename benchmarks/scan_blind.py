@@ -298,6 +298,11 @@ KIND_RULES: dict[str, frozenset[str]] = {
     # cuda-legacy-type; CUDA device indices, as hardcoded-gpu-index
     "cuda-default-tensor-type": frozenset({"TD001", "TD002", "TD003", "TD304"}),
     "cuda-index-devices": frozenset({"TD001", "TD002", "TD003"}),
+    # sets 290-297, before their scoring: a device read from a settings object whose default is
+    # "cuda" (TD002 leaves config values alone, as cuda-default-config); inputs sent to "cpu"
+    # while the model sits on the picked device (no rule points at a "cpu" string)
+    "config-device-without-fallback": frozenset(),
+    "hardcoded-cpu-device": frozenset(),
 }
 # Label rows the labeller gave one root cause (method.md): recall is also counted per root.
 ONE_ROOT = {("lllyasviel/Fooocus", "ldm_patched/modules/model_management.py")}
