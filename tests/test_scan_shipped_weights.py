@@ -94,9 +94,14 @@ def test_a_cached_scan_sees_the_weights_file_removed(tmp_path):
     assert [f.confidence for f in second.findings if f.rule == "TD102"] == ["high"]
 
 
-def test_a_path_that_climbs_out_of_its_folder_is_not_looked_up(tmp_path):
+def test_a_path_that_climbs_is_looked_up_inside_the_repository_only(tmp_path):
+    """`../` from metrics/ names the repository's root (where the file is: low); beside the
+    repository (its parent folder holds the file: high) is not the project's."""
     repo = _repo(tmp_path, LPIPS.replace("metrics/lpips_weights.ckpt", "../lpips_weights.ckpt"))
     (repo / "lpips_weights.ckpt").write_bytes(b"\x80\x02")
+    assert [c for c, _ in _td102(repo)] == ["low"]
+    (repo / "lpips_weights.ckpt").rename(tmp_path / "lpips_weights.ckpt")
+    (repo / "metrics" / "lpips.py").write_text(LPIPS.replace("metrics/", "../../"))
     assert [c for c, _ in _td102(repo)] == ["high"]
 
 

@@ -462,32 +462,51 @@ ARCHIVES = ("", ".zip")
 ROOTS = (".git", "pyproject.toml", "setup.py")
 
 
-def shipped_with(source: str, relative: str, pattern: bool = False) -> str | None:
+def shipped_with(source: str, relative: str, how: str = "at") -> str | None:
     """The file a fixed relative path names, when the scanned tree holds it (or its .zip) in
     the loading file's folder or one of its parents: weights committed with the code, trusted
     like the code itself (stargan-v2's metrics/lpips_weights.ckpt, Amphion's ckpt/*_stats.pt,
-    labelled lookalikes in the eighteenth and twenty-seventh blind corpora). A `pattern` is a
-    glob of the files an f-string may name, one of them enough (dmcontrol-generalization-
-    benchmark's src/env/data/color_{easy,hard}.pt, hundred-and-eleventh). Only a regular file
-    counts; nothing is read."""
-    folder = os.path.dirname(os.path.abspath(source))
-    for _ in range(SHIPPED_LEVELS + 1):
-        for suffix in ARCHIVES:
-            if pattern:  # the first file it matches, the folder's own name taken literally
-                matches = glob.glob(os.path.join(glob.escape(folder), relative + suffix))
-                candidate = min((m for m in matches if os.path.isfile(m)), default="")
-            else:
-                candidate = os.path.join(folder, relative + suffix)
-            if os.path.isfile(candidate):  # a regular file (stat only), not a folder
-                try:
-                    return os.path.relpath(candidate)
-                except ValueError:  # another drive (Windows)
-                    return candidate
-        parent = os.path.dirname(folder)
-        if parent == folder or any(os.path.exists(os.path.join(folder, m)) for m in ROOTS):
+    labelled lookalikes in the eighteenth and twenty-seventh blind corpora). How the path is
+    read (`how`, the key's prefix of torch_load.py): "at", as written (`../models/best.pt`
+    from backend/main.py, classical-music-generation-model, set 294); "glob", a glob of the
+    files an f-string may name, one of them enough (dmcontrol-generalization-benchmark's
+    src/env/data/color_{easy,hard}.pt, set 111); "tail", the last two or more segments of an
+    absolute path of the author's machine (QuadrupedRL's /home/jewel/…/qdpgym/sim/resources/
+    acnet_220526.pt, set 290). Only a regular file inside the repository counts; nothing is
+    read."""
+    folders = [os.path.dirname(os.path.abspath(source))]
+    while len(folders) <= SHIPPED_LEVELS:
+        here, parent = folders[-1], os.path.dirname(folders[-1])
+        if parent == here or any(os.path.exists(os.path.join(here, m)) for m in ROOTS):
             break  # the repository's root: what lies above is not the project's
-        folder = parent
+        folders.append(parent)
+    top = folders[-1]
+    segments = relative.split("/")
+    names = (
+        ["/".join(segments[-k:]) for k in range(len(segments), 1, -1)]
+        if how == "tail"
+        else [relative]
+    )
+    for folder in folders:
+        for name in names:
+            for suffix in ARCHIVES:
+                candidate = _candidate(folder, name + suffix, how == "glob")
+                if candidate and os.path.commonpath([top, candidate]) == top:
+                    try:
+                        return os.path.relpath(candidate)
+                    except ValueError:  # another drive (Windows)
+                        return candidate
     return None
+
+
+def _candidate(folder: str, name: str, pattern: bool) -> str:
+    """The regular file (stat only) `name` names from `folder`, or "": for a pattern, the
+    first file it matches, the folder's own name taken literally."""
+    if pattern:
+        matches = glob.glob(os.path.join(glob.escape(folder), name))
+        return min((m for m in matches if os.path.isfile(m)), default="")
+    candidate = os.path.normpath(os.path.join(folder, name))
+    return candidate if os.path.isfile(candidate) else ""
 
 
 def _committed(source: str, keys: list[str]) -> tuple[str, frozenset[str]] | None:
@@ -495,9 +514,9 @@ def _committed(source: str, keys: list[str]) -> tuple[str, frozenset[str]] | Non
     where its tensors were saved, when the tree holds it and it can be read (committed.py)."""
     for key in keys:
         how, _, relative = key.partition(":")
-        if how not in ("at", "glob"):
+        if how not in ("at", "glob", "tail"):
             continue
-        found = shipped_with(source, relative, pattern=how == "glob")
+        found = shipped_with(source, relative, how)
         if found is None:
             continue
         locations = committed_locations(found, relative, pattern=how == "glob")
@@ -541,7 +560,7 @@ def _decide(f: Finding, project: Project) -> Finding | None:
         )
         return replace(f, confidence="low", grounds=why)
     if kind == "shipped":
-        found = shipped_with(f.path, args[0], pattern=args[1:] == ["glob"])
+        found = shipped_with(f.path, args[0], args[1] if args[1:] else "at")
         if found is None:
             return f
         why = f"{found} ships with the code at that fixed path: as trusted as the code loading it"

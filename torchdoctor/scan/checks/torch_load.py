@@ -10,7 +10,7 @@ from itertools import pairwise
 from typing import Any
 
 from ..astutil import assigned_values, dotted, parent_map
-from ..constants import module_constants, project_relative, reexports
+from ..constants import author_tail, module_constants, project_relative, reexports
 from ..context import DEVICE_VARIABLE, Check, Context, catches
 from ..model import Edit
 from ..saved_files import path_argument, path_keys
@@ -103,7 +103,7 @@ def _saved_needs(ctx: Context, node: ast.Call, mode: str) -> tuple[str, ...] | N
     keys = _load_keys(ctx, node)
     shipped = _fixed_relative_path(ctx, node)
     if shipped is not None:
-        keys.append(("glob:" if shipped[1:] == ("glob",) else "at:") + shipped[0])
+        keys.append(f"{shipped[1] if shipped[1:] else 'at'}:{shipped[0]}")
     return ("saved", mode, *keys) if keys or mode == "caller" else None
 
 
@@ -461,16 +461,19 @@ def _fixed_path(ctx: Context, node: ast.Call) -> tuple[str, ...] | None:
     for expr in _path_exprs(ctx, node):
         pattern = _pattern(expr)
         if pattern is not None:
-            return (pattern, "glob") if _relative(pattern) else None
+            return (pattern, "glob") if project_relative(pattern) else None
         beside = _beside_file(ctx, expr)
         if beside is not None:
             return _relative(beside)
     return None
 
 
-def _relative(text: str) -> tuple[str] | None:
+def _relative(text: str) -> tuple[str, ...] | None:
     inside = project_relative(text)
-    return None if inside is None else (inside,)
+    if inside is not None:
+        return (inside,)
+    tail = author_tail(text)
+    return None if tail is None else (tail, "tail")
 
 
 def _pattern(expr: ast.expr) -> str | None:
@@ -636,8 +639,8 @@ def _constant_texts(ctx: Context, expr: ast.expr) -> set[str] | None:
         return None
     if ctx.func is not None and _local(ctx, expr.id):
         values = assigned_values(ctx.func.node, expr.id)  # none: a loop variable, `with … as`
-    else:
-        values = _module_constants(ctx).get(expr.id, [])
+    else:  # a load at the top level may read what its own `if __main__` block binds
+        values = _module_constants(ctx, nested=ctx.func is None).get(expr.id, [])
     if not values:
         return None
     if not all(isinstance(v, ast.Constant) and isinstance(v.value, str) for v in values):
@@ -654,10 +657,11 @@ def _local(ctx: Context, name: str) -> bool:
     )
 
 
-def _module_constants(ctx: Context) -> dict[str, list[ast.expr]]:
-    got = ctx.memo.get("module_constants")
+def _module_constants(ctx: Context, nested: bool = False) -> dict[str, list[ast.expr]]:
+    key = f"module_constants:{nested}"
+    got = ctx.memo.get(key)
     if got is None:
-        got = ctx.memo["module_constants"] = module_constants(ctx.module)
+        got = ctx.memo[key] = module_constants(ctx.module, nested)
     return got  # type: ignore[return-value]
 
 

@@ -1,0 +1,88 @@
+"""False findings of the blind sets 290-297 (twenty-seventh session), fixed after their one
+scoring: each test reproduces the public code the labellers judged, reduced to what decides it.
+Both are loads of weights the repository commits, which are as trusted as the code loading them
+(the precedent of every blind set since the eighteenth)."""
+
+from __future__ import annotations
+
+from .scan_tree import scan_tree as scan
+
+COMMITTED = "not read: only its being a regular file in the tree counts"
+
+# calvinlchen/classical-music-generation-model's backend/main.py (set 294), run from backend/
+FROM_A_SUBFOLDER = """\
+    import torch
+    COND_DIFF_MODEL_PATH = "../models/diffusion_conditional_20000/best_model.pt"
+    checkpoint = torch.load(COND_DIFF_MODEL_PATH, map_location="cpu")
+    vocab_data = torch.load("../models/transformer/vocab.pt", map_location="cpu")
+"""
+
+
+def _weights_only(found, level: str = "high") -> list[tuple[str, int]]:
+    return [(path, line) for path, line, rule, conf in found if rule == "TD102" and conf == level]
+
+
+def test_a_committed_checkpoint_named_from_a_subfolder_classical_music_generation(tmp_path):
+    """Labelled lookalikes: "torch.load of the committed checkpoint ../models/…/best_model.pt
+    at a fixed path". The `../` climbs from backend/, where the server is started, to the
+    repository's models/ folder."""
+    tree = {
+        "pyproject.toml": "",
+        "backend/main.py": FROM_A_SUBFOLDER,
+        "models/diffusion_conditional_20000/best_model.pt": COMMITTED,
+        "models/transformer/vocab.pt": COMMITTED,
+    }
+    found = scan(tmp_path, tree)
+    assert _weights_only(found) == []
+    assert _weights_only(found, "low") == [("backend/main.py", 3), ("backend/main.py", 4)]
+
+
+def test_a_path_that_climbs_out_of_the_repository_is_not_its_own(tmp_path):
+    """The same `../` from the repository's root names a file beside the repository, which
+    it does not ship: the load stays a finding. So does a path to a file nobody committed."""
+    repo = tmp_path / "repo"
+    (tmp_path / "models" / "transformer").mkdir(parents=True)
+    (tmp_path / "models" / "transformer" / "vocab.pt").write_text(COMMITTED)
+    found = scan(repo, {"pyproject.toml": "", "main.py": FROM_A_SUBFOLDER})
+    assert _weights_only(found) == [("main.py", 3), ("main.py", 4)]
+
+
+# JewelryForge/QuadrupedRL's qdpgym/tasks/identify/identify.py (set 290)
+AUTHOR_PATH = """\
+    import torch
+
+    if __name__ == "__main__":
+        device = torch.device("cpu")
+        if TRAIN:
+            pass
+        else:
+            model_path = '/home/jewel/Workspaces/QuadrupedRLv2/qdpgym/sim/resources/acnet.pt'
+            model_info = torch.load(model_path, map_location=device)
+"""
+
+
+def test_the_authors_absolute_path_to_a_committed_file_quadrupedrl(tmp_path):
+    """Labelled a lookalike: "torch.load of the committed qdpgym/sim/resources/acnet_220526.pt
+    at a fixed path". The author's absolute path ends in folders and a file the repository
+    holds, and the `if __name__` block binds the path once."""
+    tree = {
+        "setup.py": "",
+        "qdpgym/tasks/identify/identify.py": AUTHOR_PATH,
+        "qdpgym/sim/resources/acnet.pt": COMMITTED,
+    }
+    found = scan(tmp_path, tree)
+    assert _weights_only(found) == []
+    assert _weights_only(found, "low") == [("qdpgym/tasks/identify/identify.py", 9)]
+
+
+def test_an_absolute_path_is_matched_by_more_than_its_file_name(tmp_path):
+    """Only the file's name in common (another folder's acnet.pt), a second binding of the
+    path, or a Windows drive path to a file not in the tree: still a finding."""
+    tree = {"setup.py": "", "identify.py": AUTHOR_PATH, "weights/acnet.pt": COMMITTED}
+    assert _weights_only(scan(tmp_path / "a", tree)) == [("identify.py", 9)]
+    rebound = AUTHOR_PATH.replace("pass", "model_path = input()")
+    tree = {"setup.py": "", "q/identify.py": rebound, "qdpgym/sim/resources/acnet.pt": COMMITTED}
+    assert _weights_only(scan(tmp_path / "b", tree)) == [("q/identify.py", 9)]
+    drive = AUTHOR_PATH.replace("/home/jewel/Workspaces", "B:/code/kortex")
+    tree = {"setup.py": "", "identify.py": drive}
+    assert _weights_only(scan(tmp_path / "c", tree)) == [("identify.py", 9)]
