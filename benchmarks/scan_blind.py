@@ -303,6 +303,11 @@ KIND_RULES: dict[str, frozenset[str]] = {
     # while the model sits on the picked device (no rule points at a "cpu" string)
     "config-device-without-fallback": frozenset(),
     "hardcoded-cpu-device": frozenset(),
+    # sets 306-313, before their scoring: a name bound only under a CUDA test and read outside
+    # it (NameError without CUDA); a tensor moved to CUDA inside DataLoader workers (CUDA in a
+    # forked worker): no rule points at either
+    "gpu-only-name-unguarded": frozenset(),
+    "cuda-in-dataloader-worker": frozenset(),
 }
 # Label rows the labeller gave one root cause (method.md): recall is also counted per root.
 ONE_ROOT = {("lllyasviel/Fooocus", "ldm_patched/modules/model_management.py")}
