@@ -86,3 +86,79 @@ def test_an_absolute_path_is_matched_by_more_than_its_file_name(tmp_path):
     drive = AUTHOR_PATH.replace("/home/jewel/Workspaces", "B:/code/kortex")
     tree = {"setup.py": "", "identify.py": drive}
     assert _weights_only(scan(tmp_path / "c", tree)) == [("identify.py", 9)]
+
+
+# Icyfiremario/PPO-Jumpstart's test.py (set 309): a module moved in place, then its output
+PLACED_IN_PLACE = """\
+    import torch
+    from network import FeedForwardNN
+
+    if torch.cuda.is_available():
+        DEVICE = torch.device("cuda:0")
+    else:
+        DEVICE = torch.device("cpu")
+
+    policy = FeedForwardNN(3, 1)
+    policy.to(DEVICE)
+    while True:
+        action = policy(obs).detach().numpy()
+"""
+
+
+def _numpy(found) -> list[int]:
+    return [line for _, line, rule, _ in found if rule == "TD403"]
+
+
+def test_cant_convert_cuda_device_type_tensor_to_numpy_ppo_jumpstart(tmp_path):
+    """Labelled a crash: "policy(obs).detach().numpy() without .cpu(): policy is moved to DEVICE
+    (cuda:0 when available)". `Module.to` moves the module in place: its output is on the
+    device, and `.numpy()` raises "can't convert cuda:0 device type tensor to numpy"."""
+    assert _numpy(scan(tmp_path, {"test.py": PLACED_IN_PLACE})) == [12]
+
+
+def test_a_module_moved_back_or_a_tensor_to_call_is_not_on_the_device(tmp_path):
+    """Moved back to the CPU before the call, moved only before it was rebuilt, or a tensor's
+    discarded `.to()` (the tensor itself never moves): no finding."""
+    back = PLACED_IN_PLACE.replace("policy.to(DEVICE)\n", "policy.to(DEVICE)\n    policy.cpu()\n")
+    assert _numpy(scan(tmp_path / "a", {"test.py": back})) == []
+    rebuilt = PLACED_IN_PLACE.replace(
+        "policy.to(DEVICE)\n", "policy.to(DEVICE)\n    policy = FeedForwardNN(3, 1)\n"
+    )
+    assert _numpy(scan(tmp_path / "b", {"test.py": rebuilt})) == []
+    tensor = PLACED_IN_PLACE.replace("policy(obs)", "policy")
+    assert _numpy(scan(tmp_path / "c", {"test.py": tensor})) == []
+
+
+STATEMENT_FALLBACK = """\
+    import torch
+
+    if torch.cuda.is_available():
+        device = "cuda"
+    else:
+        device = "cpu"
+
+    def evaluate(model, x):
+        return model(x.cuda())
+"""
+
+
+def test_the_statement_form_of_a_cpu_fallback_is_a_fallback(tmp_path):
+    """`if torch.cuda.is_available(): device = "cuda"` / `else: device = "cpu"` picks the CPU
+    where CUDA is absent as surely as `"cuda" if … else "cpu"` does, so a `.cuda()` in that
+    file breaks the file's own fallback: shown (medium), as in the expression form. Without the
+    fallback the same line is code its author runs on a CUDA machine (low). (PPO-Jumpstart's
+    test.py, set 309, picks its device this way.)"""
+
+    def cuda_calls(found):
+        return [(line, conf) for _, line, rule, conf in found if rule == "TD001"]
+
+    assert cuda_calls(scan(tmp_path / "a", {"eval.py": STATEMENT_FALLBACK})) == [(9, "medium")]
+    block = (
+        'if torch.cuda.is_available():\n        device = "cuda"\n    else:\n        device = "cpu"'
+    )
+    expression = 'device = "cuda" if torch.cuda.is_available() else "cpu"'
+    assert block in STATEMENT_FALLBACK
+    same = STATEMENT_FALLBACK.replace(block, expression)
+    assert cuda_calls(scan(tmp_path / "b", {"eval.py": same}))[0][1] == "medium"
+    none = STATEMENT_FALLBACK.replace('device = "cpu"', "device = None")
+    assert cuda_calls(scan(tmp_path / "c", {"eval.py": none})) == [(9, "low")]

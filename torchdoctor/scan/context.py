@@ -57,6 +57,11 @@ AVAILABLE_ELSE = re.compile(
     r"is_available\(\)\s*else\s(?!" + NOT_A_DEVICE + r")|if\s+not\s+torch\.cuda\.is_available\(\)"
 )
 ELSE_CPU = re.compile(r"""else\s+(?:torch\.device\(\s*)?["']cpu["']""")
+# The same choice as a statement: `else:` and, first in its block, `device = "cpu"` (or
+# `torch.device("cpu")`; PPO-Jumpstart's test.py, blind set 309).
+ELSE_BLOCK_CPU = re.compile(
+    r"""else\s*:[ \t]*\n\s*[\w.]+(?:\[[^\]\n]*\])?\s*=\s*(?:torch\.device\(\s*)?["']cpu["']"""
+)
 DEVICE_OPTION_CPU = re.compile(r"""--device["'][^)]*?default\s*=\s*["']cpu["']""")
 
 
@@ -81,8 +86,10 @@ def falls_back(text: str) -> bool:
         return True
     if "cpu'" not in text and 'cpu"' not in text:
         return False
-    return _picks_compute_device(text, ELSE_CPU) or (
-        "--device" in text and bool(DEVICE_OPTION_CPU.search(text))
+    return (
+        _picks_compute_device(text, ELSE_CPU)
+        or _picks_compute_device(text, ELSE_BLOCK_CPU)
+        or ("--device" in text and bool(DEVICE_OPTION_CPU.search(text)))
     )
 
 

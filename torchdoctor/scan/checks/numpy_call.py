@@ -185,10 +185,39 @@ def _last_assigned(ctx: Context, name: str, line: int) -> tuple[int, ast.expr] |
     return last
 
 
-def _on_device(ctx: Context, name: str, line: int, depth: int = 0) -> bool:
+def _moves(ctx: Context) -> list[tuple[int, str, bool]]:
+    """(line, name, to a device?) of the bare `name.to(device)` / `name.cuda()` / `name.cpu()`
+    statements of the current function (or module): a module moves in place."""
+    f = ctx.func
+    key = f"moves:{id(f.node) if f else 'module'}"
+    got = ctx.memo.get(key)
+    if got is None:
+        body = list(f.node.body) if f else list(ctx._module.body if ctx._module else [])
+        got = []
+        for n in own_nodes(body):
+            if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Call)):
+                continue
+            func = n.value.func
+            if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+                placed = _placement(n.value)
+                if placed is not None:
+                    got.append((n.lineno, func.value.id, placed))
+        got.sort()
+        ctx.memo[key] = got
+    return got  # type: ignore[return-value]
+
+
+def _on_device(ctx: Context, name: str, line: int, depth: int = 0, called: bool = False) -> bool:
     """Is `name`, as last assigned before `line`, a tensor (or model output) on a device?
-    `x = x.cuda()`; `model = Net().to(device)` then `out = model(x)`; not after `out = out.cpu()`."""
+    `x = x.cuda()`; `model = Net().to(device)` then `out = model(x)`; not after `out = out.cpu()`.
+    A model (`called`) also moves in place: `policy.to(DEVICE)` then `policy(obs).numpy()`
+    (PPO-Jumpstart's test.py, blind set 309)."""
     last = _last_assigned(ctx, name, line)
+    if called:
+        since = last[0] if last else 0
+        moved = [m for at, target, m in _moves(ctx) if target == name and since <= at < line]
+        if moved:
+            return moved[-1]
     if last is None or depth > 3:
         return False
     lineno, value = last
@@ -196,7 +225,16 @@ def _on_device(ctx: Context, name: str, line: int, depth: int = 0) -> bool:
     if placed is not None:
         return placed
     if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
-        return _on_device(ctx, value.func.id, lineno, depth + 1)
+        return _on_device(ctx, value.func.id, lineno, depth + 1, called=True)
+    return False
+
+
+def _calls(expr: ast.expr, root: ast.expr) -> bool:
+    """Does the chain `expr` call its root (`policy(obs).detach()`), as a model is called?"""
+    while isinstance(expr, (ast.Call, ast.Attribute, ast.Subscript)):
+        if isinstance(expr, ast.Call) and expr.func is root:
+            return True
+        expr = expr.func if isinstance(expr, ast.Call) else expr.value
     return False
 
 
@@ -216,7 +254,7 @@ def on_call(ctx: Context, node: ast.Call) -> None:
         )
     placed = _placement(func.value)
     if placed is None and isinstance(root, ast.Name):
-        placed = _on_device(ctx, root.id, node.lineno)
+        placed = _on_device(ctx, root.id, node.lineno, called=_calls(func.value, root))
     if placed and not ctx.on_cpu_branch():
         ctx.report(
             "TD403",
