@@ -510,8 +510,9 @@ def _candidate(folder: str, name: str, pattern: bool) -> str:
 
 
 def _committed(source: str, keys: list[str]) -> tuple[str, frozenset[str]] | None:
-    """The shipped file a load's fixed path names ("at:" / "glob:" keys of torch_load.py) and
-    where its tensors were saved, when the tree holds it and it can be read (committed.py)."""
+    """The shipped file a load's fixed path names ("at:", "glob:", "tail:" keys of
+    torch_load.py) and where its tensors were saved, when the tree holds it and it can be read
+    (committed.py)."""
     for key in keys:
         how, _, relative = key.partition(":")
         if how not in ("at", "glob", "tail"):
