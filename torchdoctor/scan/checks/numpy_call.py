@@ -134,13 +134,20 @@ def _placement(expr: ast.expr) -> bool | None:
     return None
 
 
+def _scope(ctx: Context, what: str) -> tuple[str, list[ast.stmt]]:
+    """The memo key of `what` for the current function (or module), and that scope's body
+    (not copied: asked on every lookup, read only on a miss)."""
+    f = ctx.func
+    if f is not None:
+        return f"{what}:{id(f.node)}", f.node.body
+    return f"{what}:module", ctx._module.body if ctx._module else []
+
+
 def _assignments(ctx: Context) -> list[tuple[int, str, ast.expr]]:
     """(line, name, value) of the plain assignments in the current function (or module)."""
-    f = ctx.func
-    key = f"assignments:{id(f.node) if f else 'module'}"
+    key, body = _scope(ctx, "assignments")
     got = ctx.memo.get(key)
     if got is None:
-        body = list(f.node.body) if f else list(ctx._module.body if ctx._module else [])
         # in source order, by where each value starts: two assignments on one line (`sd =
         # load(p); sd = sd.get(k)`, FunASR) never compare their values (AST nodes)
         got = sorted(
@@ -188,11 +195,9 @@ def _last_assigned(ctx: Context, name: str, line: int) -> tuple[int, ast.expr] |
 def _moves(ctx: Context) -> list[tuple[int, str, bool]]:
     """(line, name, to a device?) of the bare `name.to(device)` / `name.cuda()` / `name.cpu()`
     statements of the current function (or module): a module moves in place."""
-    f = ctx.func
-    key = f"moves:{id(f.node) if f else 'module'}"
+    key, body = _scope(ctx, "moves")
     got = ctx.memo.get(key)
     if got is None:
-        body = list(f.node.body) if f else list(ctx._module.body if ctx._module else [])
         got = []
         for n in own_nodes(body):
             if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Call)):
