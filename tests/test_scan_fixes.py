@@ -19,6 +19,7 @@ from torchdoctor.scan.fix import TARGET, plan
 
 from .conftest import run_cli
 from .fix_corpus import CASES, H
+from .scan_tree import scan_tree
 
 # The fixes of a project whose code must run without CUDA: its map_location findings are
 # shown (a load without one is low by default, scan/calibration.py).
@@ -194,14 +195,24 @@ def test_td302_names_only_real_like_functions():
 
 
 # ---------------------------------------------------------------- 14: small ones
-def test_td102_quiet_with_an_explicit_pickle_module_diffusion_policy_eval_real_robot():
-    """`torch.load(open(p, 'rb'), pickle_module=dill)` (real-stanford/diffusion_policy, a
-    lookalike in the fourth blind corpus): full unpickling chosen on purpose, as explicit as
-    weights_only=False, and torch refuses weights_only=True beside a pickle_module."""
+def test_td102_pickle_module_dill_load_3d_diffusion_policy_train_load_checkpoint():
+    """`torch.load(path, pickle_module=dill, map_location='cpu')` (YanjieZe/3D-Diffusion-Policy
+    train.py, labelled a real security pitfall in 7 of 9 blind repositories): torch skips its
+    safe default beside a pickle_module on every release, so the load is reported, without an
+    edit (weights_only=True raises there). An explicit weights_only is still a choice."""
     src = 'import torch, dill\nsd = torch.load(open("a", "rb"), pickle_module=dill)\n'
+    (f,) = [f for f in findings(src) if f.rule == "TD102"]
+    assert "pickle_module" in f.message and f.edit is None
+    src = 'import torch, dill\nsd = torch.load("a", pickle_module=dill, weights_only=False)\n'
     assert [f.rule for f in findings(src) if f.rule == "TD102"] == []
-    src = 'import torch\nsd = torch.load(open("a", "rb"))\n'
-    assert [f.rule for f in findings(src) if f.rule == "TD102"] == ["TD102"]
+
+
+def test_td102_pickle_module_reported_under_a_torch_2_6_floor(tmp_path):
+    """The torch ≥ 2.6 floor that silences a plain load does not cover a pickle_module load:
+    `_default_to_weights_only(pickle_module)` is False there (checked on torch 2.13.0)."""
+    src = 'import torch, dill\nsd = torch.load("a", pickle_module=dill)\nsd2 = torch.load("b")\n'
+    got = scan_tree(tmp_path, {"requirements.txt": "torch>=2.6\n", "m.py": src})
+    assert [(line, rule) for _, line, rule, _ in got if rule == "TD102"] == [(2, "TD102")]
 
 
 def test_td402_quiet_in_the_epoch_loop():
