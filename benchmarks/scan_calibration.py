@@ -68,8 +68,10 @@ def scoring_commit(n: int) -> str:
     return found.group(0)
 
 
-def export(commit: str, into: Path) -> Path:
-    out = into / commit
+def export(commit: str, into: Path, empty: bool = True) -> Path:
+    """`commit`'s torchdoctor/ under `into`, its calibration table emptied unless `empty` is
+    False (blind_round.py scores with the table)."""
+    out = into / (commit if empty else f"{commit}-table")
     if not out.is_dir():
         out.mkdir(parents=True)
         archive = subprocess.run(
@@ -79,7 +81,7 @@ def export(commit: str, into: Path) -> Path:
         )
         subprocess.run(["tar", "-x", "-C", str(out)], input=archive.stdout, check=True)
         table = out / "torchdoctor" / "scan" / "calibration.py"
-        if table.is_file():
+        if empty and table.is_file():
             text, n = TABLE.subn("MEASURED = {}", table.read_text())
             if n != 1:
                 sys.exit(f"{commit}: no calibration table found to empty")
