@@ -42,7 +42,7 @@ TARGET: dict[str, tuple[type, ...]] = {
     "TD002": (cst.SimpleString, cst.ConcatenatedString),
     "TD101": (cst.Call,),
     "TD102": (cst.Call,),
-    "TD009": (cst.Call,),
+    "TD009": (cst.Call, cst.SimpleString),
     "TD401": (cst.Call,),
     "TD501": (cst.Name,),
 }
@@ -207,6 +207,10 @@ class _Planner:
             if not self.holds_state_dict(f):
                 raise Decline(NOT_STATE_DICT)
             return _Edit(f, node, lambda n: edits.add_keyword(n, "weights_only", "True"))  # type: ignore[arg-type]
+        if rule == "TD009" and isinstance(node, cst.SimpleString):
+            if proposed is None:  # a prefixed literal (r"…"): left to its author
+                raise Decline("no mechanical fix for a prefixed string")
+            return _Edit(f, node, lambda n: edits.replace_expression(n, proposed))  # type: ignore[arg-type]
         if rule == "TD009":
             if proposed is None:  # autocast's device type is the author's choice
                 raise Decline("no mechanical fix: pass the device type autocast runs on")

@@ -123,7 +123,8 @@ RULES: tuple[Rule, ...] = (
         "too; `torch.cuda.amp.autocast(device_type=…)` raises TypeError as well. MPS's and "
         "CUDA's memory and RNG functions live in `torch.mps` / `torch.cuda`: "
         "`torch.backends.mps.empty_cache()` raises AttributeError (and under a `hasattr` test "
-        "for it, never runs).",
+        'for it, never runs). A device string torch rejects (`torch.device("gpu")`, '
+        '`.to("CPU")`, `"cuda: 0"`) raises RuntimeError wherever the line runs.',
         precision="medium",
     ),
     Rule(

@@ -14,6 +14,7 @@ from . import (
     data_parallel,
     dataparallel_module,
     device_mix,
+    device_name,
     device_string,
     forward_factory,
     legacy_constructor,
@@ -54,5 +55,6 @@ CHECKS: tuple[Check, ...] = tuple(
         mps,
         whisper_mps,
         wrong_call,
+        device_name,
     )
 )

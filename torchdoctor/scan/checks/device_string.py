@@ -14,7 +14,7 @@ PREDICATE_CALL = re.compile(r"^_?(check|is|has|assert|expect|require|skip)", re.
 PLACING_METHODS = re.compile(r"^(to|cuda|new_\w+|\w+_like|empty_strided|pin_memory)$")
 
 
-def _places_tensor(ctx: Context, node: ast.Call, attr: str | None) -> bool:
+def places_tensor(ctx: Context, node: ast.Call, attr: str | None) -> bool:
     """Does `device=` here place a tensor or module? torch's own functions and tensor methods
     do; a config object, dict or user function only records a default (`Config(device="cuda")`)
     — the one place a user changes the device, like `device = "cuda"`."""
@@ -49,7 +49,7 @@ def on_call(ctx: Context, node: ast.Call) -> None:
     if (is_ctor and ctx.compare) or PREDICATE_CALL.match(fname.rsplit(".", 1)[-1]):
         return  # `torch.device("cuda") in devices`, `check_device(x, device="cuda")`
     candidates: list[ast.expr] = []
-    if _places_tensor(ctx, node, attr):
+    if places_tensor(ctx, node, attr):
         candidates += [k.value for k in node.keywords if k.arg == "device"]
     if attr == "to" or is_ctor:
         candidates += node.args[:1]
