@@ -48,7 +48,25 @@ TYPES = frozenset(
     ]
 )
 VALID = re.compile(rf"(?:{'|'.join(sorted(TYPES))})(?::(?:0|[1-9][0-9]*))?")
-WORDS = ("gpu", "GPU", "Gpu", "CPU", "Cpu", "CUDA", "Cuda", "MPS", "Mps", "cuda:", "cuda ")
+# The literal opens with a quote: "GPU" in a comment or docstring does not make a line worth
+# walking (torch's own tree is full of them)
+WORDS = tuple(
+    q + w
+    for q in "\"'"
+    for w in (
+        "gpu",
+        "GPU",
+        "Gpu",
+        "CPU",
+        "Cpu",
+        "CUDA",
+        "Cuda",
+        "MPS",
+        "Mps",
+        "cuda: ",
+        "cuda:" + q,
+    )
+)
 
 
 def meant(text: str) -> str | None:
