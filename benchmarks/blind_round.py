@@ -161,6 +161,10 @@ def check(sets: list[int]) -> int:
     """Print each set's counts, each bad row, and the kinds to map; 1 when anything is wrong."""
     wrong = False
     for n in sets:
+        if not (sc.set_dir(n) / "labels.csv").is_file():
+            print(f"set {n}: no labels.csv (not labelled, or not merged yet)")
+            wrong = True
+            continue
         bad, unknown, counts = check_set(sc.set_dir(n))
         print(f"set {n}: {counts}")
         for line in bad:

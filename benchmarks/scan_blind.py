@@ -309,6 +309,8 @@ KIND_RULES: dict[str, frozenset[str]] = {
     # forked worker): no rule points at either
     "gpu-only-name-unguarded": frozenset(),
     "cuda-in-dataloader-worker": frozenset(),
+    # set 319, mapped before its scoring: `device=self.rank`, an integer device (int-device-index)
+    "cuda-device-index": frozenset({"TD001", "TD002", "TD003"}),
 }
 # Label rows the labeller gave one root cause (method.md): recall is also counted per root.
 ONE_ROOT = {("lllyasviel/Fooocus", "ldm_patched/modules/model_management.py")}
