@@ -311,3 +311,32 @@ def test_a_loop_variable_named_like_a_module_constant_is_not_that_constant(tmp_p
     repo = _repo(tmp_path, source)
     (repo / "metrics" / "w.ckpt").write_bytes(b"\x80\x02")
     assert [c for c, _ in _td102(repo)] == ["high"]
+
+
+def test_str_of_a_path_found_from_file_is_the_packages_own_layout_aware_monodepth(tmp_path):
+    """layout_aware_monodepth (blind set 322) loads its committed DeepLSD weights as
+    `torch.load(str(ckpt))`, `ckpt = f"{Path(__file__).parent.parent}/artifacts/…"`: labelled
+    lookalikes for TD101 and TD102. The `str()` around the name hid where the path comes from."""
+    source = (
+        "import torch\nfrom pathlib import Path\n\ndef load_deeplsd(net):\n"
+        '    ckpt = f"{Path(__file__).parent.parent}/artifacts/deeplsd/deeplsd_md.tar"\n'
+        '    net.load_state_dict(torch.load(str(ckpt))["model"])\n'
+    )
+    assert _td102(_repo(tmp_path, source)) == []
+    src2 = source.replace("str(ckpt)", "str(user_path)")
+    assert [c for c, _ in _td102(_repo(tmp_path / "b", src2))] == ["high"]
+
+
+def test_an_fstring_on_the_files_folder_name_and_its_parent(tmp_path):
+    """`f"{HERE}/w.ckpt"` reads the file beside the module; `HERE.parent / "w.ckpt"` the one a
+    folder up: shipped when the tree holds it there, and only there."""
+    head = "import torch\nfrom pathlib import Path\nHERE = Path(__file__).parent\n"
+    beside = _repo(tmp_path / "a", head + 'net = torch.load(f"{HERE}/w.ckpt")\n')
+    assert [c for c, _ in _td102(beside)] == ["high"]
+    (beside / "metrics" / "w.ckpt").write_bytes(b"\x80\x02")
+    assert [c for c, _ in _td102(beside)] == ["low"]
+    above = _repo(tmp_path / "b", head + 'net = torch.load(HERE.parent / "w.ckpt")\n')
+    (above / "metrics" / "w.ckpt").write_bytes(b"\x80\x02")  # beside, not above: unknown
+    assert [c for c, _ in _td102(above)] == ["high"]
+    (above / "w.ckpt").write_bytes(b"\x80\x02")
+    assert [c for c, _ in _td102(above)] == ["low"]

@@ -182,9 +182,20 @@ def _path_exprs(ctx: Context, node: ast.Call) -> list[ast.expr]:
     if path is None:
         return []
     out = [path]
+    while (  # `str(ckpt)`, `Path(ckpt)`: the path inside
+        isinstance(path, ast.Call)
+        and dotted(path.func) in PATH_WRAPPERS
+        and len(path.args) == 1
+        and not path.keywords
+    ):
+        path = path.args[0]
+        out.append(path)
     if isinstance(path, ast.Name) and ctx.func is not None:
         out += assigned_values(ctx.func.node, path.id)
     return out
+
+
+PATH_WRAPPERS = frozenset(["str", "os.fspath", "Path", "pathlib.Path"])
 
 
 # `inspect.getfile(self.__init__)`: the loading code's own file, as `__file__` names it (the
@@ -524,10 +535,13 @@ def _pattern(expr: ast.expr) -> str | None:
 
 
 def _beside_file(ctx: Context, expr: ast.expr) -> str | None:
-    """ "a/b.pt" for `os.path.join(HERE, "a", "b.pt")` (or `HERE / "a" / "b.pt"`, or
-    `HERE + "/a/b.pt"`), where HERE is a name the file binds only to the loading file's folder
-    (ComfyUI-HunyuanVideoWrapper's `script_directory = os.path.dirname(os.path.abspath(__file__))`;
-    avian-mesh's `this_dir + '/pose_bone_prior.pth'`, blind set 251)."""
+    """ "a/b.pt" for `os.path.join(HERE, "a", "b.pt")` (or `HERE / "a" / "b.pt"`, `HERE +
+    "/a/b.pt"`, `f"{HERE}/a/b.pt"`), where HERE is the loading file's folder: a name the file
+    binds only to it (ComfyUI-HunyuanVideoWrapper's `script_directory =
+    os.path.dirname(os.path.abspath(__file__))`; avian-mesh's `this_dir + '/pose_bone_prior.pth'`,
+    blind set 251) or the expression itself. "../a/b.pt" for its parent
+    (`f"{Path(__file__).parent.parent}/artifacts/deeplsd/deeplsd_md.tar"`,
+    layout_aware_monodepth's committed DeepLSD weights, set 322)."""
     if isinstance(expr, ast.Call) and dotted(expr.func).endswith("path.join"):
         first, rest = (expr.args[0], expr.args[1:]) if expr.args else (None, [])
     elif (
@@ -544,13 +558,41 @@ def _beside_file(ctx: Context, expr: ast.expr) -> str | None:
             pieces.insert(0, expr.right)
             expr = expr.left
         first, rest = expr, pieces
+    elif (
+        isinstance(expr, ast.JoinedStr)
+        and len(expr.values) == 2
+        and isinstance(expr.values[0], ast.FormattedValue)
+        and expr.values[0].format_spec is None
+        and isinstance(expr.values[1], ast.Constant)
+        and str(expr.values[1].value).startswith(("/", "\\"))
+    ):
+        first = expr.values[0].value
+        rest = [ast.Constant(str(expr.values[1].value).lstrip("/\\"))]
     else:
         return None
-    if not isinstance(first, ast.Name) or not rest or first.id not in _file_folders(ctx):
+    ups = _above_file(ctx, first) if first is not None else None
+    if ups is None or not rest:
         return None
     if not all(isinstance(r, ast.Constant) and isinstance(r.value, str) for r in rest):
         return None
-    return "/".join(str(r.value) for r in rest if isinstance(r, ast.Constant))
+    return "../" * ups + "/".join(str(r.value) for r in rest if isinstance(r, ast.Constant))
+
+
+def _above_file(ctx: Context, expr: ast.expr) -> int | None:
+    """How many folders above the loading file's own folder `expr` is (0: that folder), for a
+    name the file binds only to it, the folder expression itself, and its `.parent` /
+    `os.path.dirname(…)`; None for anything else."""
+    if isinstance(expr, ast.Name):
+        return 0 if expr.id in _file_folders(ctx) else None
+    if _is_file_folder(expr):
+        return 0
+    if isinstance(expr, ast.Attribute) and expr.attr == "parent":
+        inner = _above_file(ctx, expr.value)
+    elif isinstance(expr, ast.Call) and dotted(expr.func) in ("os.path.dirname", "path.dirname"):
+        inner = _above_file(ctx, expr.args[0]) if len(expr.args) == 1 else None
+    else:
+        return None
+    return None if inner is None else inner + 1
 
 
 def _file_folders(ctx: Context) -> frozenset[str]:
