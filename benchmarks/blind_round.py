@@ -4,6 +4,7 @@
     python benchmarks/blind_round.py briefs 319-326 poolA.txt poolB.txt --out DIR
     python benchmarks/blind_round.py check 319-326
     python benchmarks/blind_round.py score HEAD PREV 319-326 --note "what HEAD is"
+    python benchmarks/blind_round.py figures 99-326
 
 The steps between are helpers' (people who never see the scan's output), each briefed by a
 file of benchmarks/blind_round/: `pool.md` asks for candidate repositories that no set used
@@ -278,6 +279,31 @@ def score(head: str, prev: str, sets: list[int], corpus_root: Path, note: str) -
             print(f"set {n}: {default_figures(output)}")
 
 
+FIGURES = {
+    "precision": "precision on labelled lines (blind)",
+    "crash+security": "recall, crash+security",
+    "security": "recall, security",
+    "crash": "recall, crash",
+}
+
+
+def figures(sets: list[int]) -> dict[str, tuple[int, int]]:
+    """The default output's figures pooled over the sets' one blind scoring (their
+    results-blind.md as committed): (found, out of) for each of FIGURES."""
+    out = dict.fromkeys(FIGURES, (0, 0))
+    for n in sets:
+        results = sc.set_dir(n) / "results-blind.md"
+        if not results.is_file():
+            continue
+        default = results.read_text(encoding="utf-8").split("### low output")[0]
+        for key, line in FIGURES.items():
+            found = re.search(rf"^- {re.escape(line)}: .*?\((\d+)/(\d+)\)", default, re.M)
+            if found:
+                had = out[key]
+                out[key] = (had[0] + int(found.group(1)), had[1] + int(found.group(2)))
+    return out
+
+
 def short(commit: str) -> str:
     proc = subprocess.run(
         ["git", "-C", str(ROOT), "rev-parse", "--short", commit],
@@ -309,6 +335,8 @@ def main() -> None:
     )
     p = sub.add_parser("check", help="the labels' schema and kinds, before any scan")
     p.add_argument("sets", type=sc.span)
+    p = sub.add_parser("figures", help="the default output's figures pooled over sets")
+    p.add_argument("sets", type=sc.span)
     p = sub.add_parser("score", help="the one blind scoring, and beside it")
     p.add_argument("head")
     p.add_argument("prev")
@@ -322,6 +350,9 @@ def main() -> None:
         briefs(args.sets, args.pools, args.out, args.per)
     elif args.step == "check":
         sys.exit(check(args.sets))
+    elif args.step == "figures":
+        for key, (num, den) in figures(args.sets).items():
+            print(f"{key}: {num / den:.2%} ({num}/{den})" if den else f"{key}: –")
     else:
         score(args.head, args.prev, args.sets, args.corpus_root, args.note)
 

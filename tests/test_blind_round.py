@@ -110,3 +110,11 @@ def test_ordinal_titles_match_the_earlier_results():
     for n in (100, 101, 200, 222, 300, 306, 318):
         title = (BENCH / f"scan_blind{n}" / "results-blind.md").read_text().splitlines()[0]
         assert f"the {br.ordinal(n)} blind corpus" in title
+
+
+def test_figures_pool_the_committed_scorings_as_the_docs_state_them():
+    """docs/scan-precision.md: sets 314-318, 100 % (30/30) and 81.1 % (30/37), 1 of 8 crashes."""
+    got = br.figures(list(range(314, 319)))
+    assert got["precision"] == (30, 30)
+    assert got["crash+security"] == (30, 37)
+    assert got["crash"] == (1, 8)
