@@ -138,6 +138,8 @@ class Context(SourcePositions, Bindings, DeviceGuards, CallSites, ast.NodeVisito
         self.no_grad = 0
         self.if_depth = 0
         self.if_tests: list[ast.expr] = []
+        # the other branch of each `if`/`a if t else b` around the node, innermost last
+        self.other_arms: list[list[ast.AST]] = []
         self.withs: list[ast.expr] = []  # context managers around the current node
         self.catch_all = 0  # try bodies around the node whose handler catches AssertionError
         self.handlers: list[tuple[ast.Try, ast.ExceptHandler]] = []  # handlers around the node
@@ -295,9 +297,12 @@ class Context(SourcePositions, Bindings, DeviceGuards, CallSites, ast.NodeVisito
         self._guards.append((is_guard, node.test))
         self.if_depth += 1
         self.if_tests.append(node.test)
+        self.other_arms.append(list(node.orelse))
         self._block(node.body)
         self._guards[-1] = (is_guard_else, node.test)
+        self.other_arms[-1] = list(node.body)
         self._block(node.orelse)
+        self.other_arms.pop()
         self.if_tests.pop()
         self.if_depth -= 1
         self._guards.pop()
@@ -309,9 +314,12 @@ class Context(SourcePositions, Bindings, DeviceGuards, CallSites, ast.NodeVisito
             hook(self, node)
         self._guards.append((is_guard, node.test))
         self.visit(node.test)  # `"cuda" in d and torch.cuda.f(d)`: the test guards its own rest
+        self.other_arms.append([node.orelse])
         self.visit(node.body)
         self._guards[-1] = (is_guard_else, node.test)
+        self.other_arms[-1] = [node.body]
         self.visit(node.orelse)
+        self.other_arms.pop()
         self._guards.pop()
 
     def _comprehension(self, node: ast.AST, parts: list[ast.expr]) -> None:
@@ -394,7 +402,9 @@ class Context(SourcePositions, Bindings, DeviceGuards, CallSites, ast.NodeVisito
         outer_loops, self.loops = self.loops, []
         outer_classes, self.classes = self.classes, []
         outer_ifs, self.if_tests = self.if_tests, []
+        outer_arms, self.other_arms = self.other_arms, []
         self._block(node.body)
+        self.other_arms = outer_arms
         self.if_tests = outer_ifs
         self.classes = outer_classes
         self.loops = outer_loops
