@@ -311,6 +311,10 @@ KIND_RULES: dict[str, frozenset[str]] = {
     "cuda-in-dataloader-worker": frozenset(),
     # set 319, mapped before its scoring: `device=self.rank`, an integer device (int-device-index)
     "cuda-device-index": frozenset({"TD001", "TD002", "TD003"}),
+    # set 327, before its scoring: `device_map={"": 0}` (as gpu-index-device-map, no rule);
+    # CUDA_VISIBLE_DEVICES set after CUDA was initialised (no rule reads it)
+    "device-map-gpu-index": frozenset(),
+    "cuda-visible-devices-after-init": frozenset(),
 }
 # Label rows the labeller gave one root cause (method.md): recall is also counted per root.
 ONE_ROOT = {("lllyasviel/Fooocus", "ldm_patched/modules/model_management.py")}
