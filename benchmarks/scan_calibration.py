@@ -21,7 +21,11 @@ one file, or one repository, are not independent samples: ClassSR's one `base_mo
 A repository is what the corpora sample (each set picks repositories, then their files) and
 what a user scans. `--unit finding` gives the per-finding counts of the earlier tables.
 
-Trees are looked up as `<corpus-root>/scan_corpus<N>/<name>` (set 1: `scan_corpus`).
+Trees are looked up as `<corpus-root>/scan_corpus<N>/<name>` (set 1: `scan_corpus`). Each
+set's counts (repository, rule, falls back, saves, real -> findings, at its scoring commit)
+are kept from set 319 on in `benchmarks/scan_calibration_counts/<N>.json` (`--cache` there):
+the trees of earlier sets are gone, and with them any table other than the running one (a
+window of recent sets, say).
 Unlabelled lines are left out: their verdicts were not blind.
 """
 
