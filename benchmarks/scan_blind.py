@@ -315,6 +315,10 @@ KIND_RULES: dict[str, frozenset[str]] = {
     # CUDA_VISIBLE_DEVICES set after CUDA was initialised (no rule reads it)
     "device-map-gpu-index": frozenset(),
     "cuda-visible-devices-after-init": frozenset(),
+    # sets 335-338, before their scoring: Lightning's `Trainer(accelerator="gpu")` (no rule
+    # reads a Trainer's accelerator); a DirectML device chosen by a shipped config flag
+    "hardcoded-gpu-accelerator": frozenset(),
+    "directml-default-config": frozenset(),
 }
 # Label rows the labeller gave one root cause (method.md): recall is also counted per root.
 ONE_ROOT = {("lllyasviel/Fooocus", "ldm_patched/modules/model_management.py")}
