@@ -122,6 +122,8 @@ def briefs(sets: list[int], pools: list[Path], out: Path, per: int = PER_SET) ->
 
 
 def problems(row: dict[str, str], scope: set[tuple[str, str]]) -> list[str]:
+    if any(not (row.get(k) or "").strip() for k in ("repo", "file", "line", "kind")):
+        return ["a cell is missing"]
     wrong = []
     if row["must_flag"] not in ("yes", "no"):
         wrong.append("must_flag")
@@ -146,15 +148,17 @@ def check_set(here: Path) -> tuple[list[str], list[str], str]:
     with open(here / "labels.csv", encoding="utf-8", newline="") as fh:
         rows = list(csv.DictReader(fh))
     bad = [
-        f"{row['repo']} {row['file']}:{row['line']} {', '.join(wrong)}"
+        f"{row.get('repo')} {row.get('file')}:{row.get('line')} {', '.join(wrong)}"
         for row in rows
         if (wrong := problems(row, scope))
     ]
+    kinds = [(row.get("kind") or "").strip() for row in rows]
     unknown = [
-        row["kind"].split(" (")[0]
-        for row in rows
-        if not sb.RULE_ID.fullmatch(row["kind"].split()[0])
-        and row["kind"].split(" (")[0] not in sb.KIND_RULES
+        kind.split(" (")[0]
+        for kind in kinds
+        if kind
+        and not sb.RULE_ID.fullmatch(kind.split()[0])
+        and kind.split(" (")[0] not in sb.KIND_RULES
     ]
     yes = sum(row["must_flag"] == "yes" for row in rows)
     return bad, unknown, f"{len(corpus['repos'])} repositories, {len(rows)} rows, {yes} must-flag"

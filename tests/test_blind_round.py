@@ -118,3 +118,10 @@ def test_figures_pool_the_committed_scorings_as_the_docs_state_them():
     assert got["precision"] == (30, 30)
     assert got["crash+security"] == (30, 37)
     assert got["crash"] == (1, 8)
+
+
+def test_check_set_reports_a_short_or_empty_row_instead_of_failing(tmp_path):
+    here = _set(tmp_path, "o/r,a.py,3,,crash,no,x,any\no/r,a.py\n")
+    bad, unknown, _ = br.check_set(here)
+    assert bad == ["o/r a.py:3 a cell is missing", "o/r a.py:None a cell is missing"]
+    assert unknown == []

@@ -39,3 +39,17 @@ def test_cuda_in_the_no_options_branch_of_alphapose_effdet_api_is_low():
     self.model.cuda()` of load_model: labelled lookalikes. A `.cuda()` whose other branch
     does not move the same value stays as it was."""
     assert td001(EFFDET) == [(9, "low"), (13, "low"), (15, "low"), (16, "high")]
+
+
+def test_a_dtype_cast_in_the_other_branch_is_not_a_device_given():
+    """`x.to(dtype) if half else x.cuda()`: the other branch casts, it does not place."""
+    src = """
+    import torch
+
+    class Net:
+        def forward(self, x, dtype, half):
+            x = x.to(dtype) if half else x.cuda()
+            y = x.to(torch.float16) if half else x.cuda()
+            return x, y
+    """
+    assert td001(src) == [(6, "high"), (7, "high")]

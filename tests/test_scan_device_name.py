@@ -136,3 +136,54 @@ def test_device_types_are_the_ones_torch_lists():
         torch.device("gpu")
     listed = str(err.value).split("Expected one of ")[1].split(" device type")[0]
     assert {t.strip() for t in listed.split(",")} == TYPES
+
+
+@pytest.mark.parametrize(
+    "src",
+    [
+        # `+=` builds the string: "cuda:" + str(gpu) is "cuda:0", which torch takes
+        'import torch\ndef main(gpu):\n    device = "cuda:"\n    device += str(gpu)\n'
+        "    return torch.nn.Linear(2, 2).to(device)\n",
+        # a Lightning accelerator name; the function's own parameter is another value
+        'import torch\ndevice = "gpu" if torch.cuda.is_available() else "cpu"\n'
+        "def to_device(batch, device):\n    return [b.to(device) for b in batch]\n",
+        # the code translates the value itself before torch sees it
+        'import torch\ndevice = "gpu" if torch.cuda.is_available() else "cpu"\n'
+        'if device == "gpu":\n    device = "cuda"\nmodel = torch.nn.Linear(2, 2).to(device)\n',
+        # bound by a loop too
+        'import torch\ndevice = "gpu"\nfor device in ["cpu"]:\n    torch.ones(1).to(device)\n',
+        # a handler takes the RuntimeError
+        'import torch\ntry:\n    d = torch.device("gpu")\nexcept RuntimeError:\n'
+        '    d = torch.device("cpu")\n',
+        # not torch: Paddle's Tensor.to takes "gpu"
+        'import paddle\nx = paddle.ones([2]).to("gpu")\n',
+        # torch.hub.load passes device= to the model's entry point
+        'import torch\nm = torch.hub.load("o/r", "m", device="GPU")\n',
+        # index digits torch would not read, and an absurd one: no finding, no crash
+        'import torch\nx = torch.ones(1).to("cuda:²")\n',
+        'import torch\nx = torch.device("cuda: ' + "9" * 5000 + '")\n',
+    ],
+)
+def test_quiet_where_the_string_never_reaches_torch_as_written(src):
+    assert td009(src) == []
+
+
+def test_one_arm_is_enough_and_a_handler_for_another_error_is_not_a_fallback():
+    """`"GPU" if c else dev` raises whenever the arm is taken; `except AssertionError` does
+    not catch torch's RuntimeError."""
+    src = """
+    import torch
+    def pick(c, dev):
+        return torch.device("GPU" if c else dev)
+    try:
+        d = torch.device("gpu")
+    except AssertionError:
+        d = None
+    """
+    assert td009(src) == [(4, '"cuda"'), (6, '"cuda"')]
+
+
+def test_only_a_plain_literal_is_rewritten():
+    src = 'import torch\nd = torch.device("GPU" "")\ne = torch.device(r"GPU")\n'
+    found = scan_source("s.py", src, ScanOptions(confidence="low"))[0]
+    assert [(f.line, f.edit) for f in found if f.rule == "TD009"] == [(2, None), (3, None)]

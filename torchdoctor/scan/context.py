@@ -143,6 +143,7 @@ class Context(SourcePositions, Bindings, DeviceGuards, CallSites, ast.NodeVisito
         self.withs: list[ast.expr] = []  # context managers around the current node
         self.catch_all = 0  # try bodies around the node whose handler catches AssertionError
         self.handlers: list[tuple[ast.Try, ast.ExceptHandler]] = []  # handlers around the node
+        self.try_bodies: list[ast.Try] = []  # `try:` bodies around the node, innermost last
         self.funcs: list[Func] = []
         self.classes: list[Class] = []
         self.loops: list[Loop] = []
@@ -238,6 +239,10 @@ class Context(SourcePositions, Bindings, DeviceGuards, CallSites, ast.NodeVisito
     @property
     def func(self) -> Func | None:
         return self.funcs[-1] if self.funcs else None
+
+    def caught(self, name: str) -> bool:
+        """Is the node in a `try` body whose handlers catch the exception class `name`?"""
+        return any(catches(h.type, name) for t in self.try_bodies for h in t.handlers)
 
     def in_with(self, pattern: re.Pattern[str]) -> bool:
         """Is the node inside a `with` whose context manager's dotted name matches?"""
@@ -364,7 +369,9 @@ class Context(SourcePositions, Bindings, DeviceGuards, CallSites, ast.NodeVisito
         # `torch.cuda.*` without CUDA raises AssertionError: a handler catching it is a fallback
         caught = any(catches(h.type, "AssertionError") for h in node.handlers)
         self.catch_all += caught
+        self.try_bodies.append(node)  # type: ignore[arg-type]
         self._block(node.body)
+        self.try_bodies.pop()
         self.catch_all -= caught
         for handler in node.handlers:
             self.handlers.append((node, handler))  # type: ignore[arg-type]
@@ -403,7 +410,9 @@ class Context(SourcePositions, Bindings, DeviceGuards, CallSites, ast.NodeVisito
         outer_classes, self.classes = self.classes, []
         outer_ifs, self.if_tests = self.if_tests, []
         outer_arms, self.other_arms = self.other_arms, []
+        outer_tries, self.try_bodies = self.try_bodies, []  # they catch at the call, not here
         self._block(node.body)
+        self.try_bodies = outer_tries
         self.other_arms = outer_arms
         self.if_tests = outer_ifs
         self.classes = outer_classes

@@ -82,6 +82,7 @@ def _moved_in_the_other_arm(ctx: Context, receiver: ast.expr) -> bool:
         and n.func.attr == "to"
         and n.args
         and isinstance(n.args[0], (ast.Name, ast.Attribute))
+        and _device_like(n.args[0])  # a device, not a dtype (`x.to(torch.float16)`)
         and ast.dump(n.func.value) == same
         for arm in ctx.other_arms[-1]
         for n in ast.walk(arm)

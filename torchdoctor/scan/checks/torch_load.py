@@ -408,6 +408,9 @@ def _pickle_module_load(ctx: Context, node: ast.Call) -> None:
     in 7 of the 9 blind repositories that have one (14 of 18 lines; sets 4-303); the other
     two load only the project's own dill checkpoints. No edit: the fix is a state-dict format."""
     shipped = _fixed_relative_path(ctx, node)
+    needs: tuple[str, ...] | None = ("shipped", *shipped) if shipped else None
+    if needs is None and (imported := imported_name(ctx, node)) is not None:
+        needs = ("shipped-import", *imported)
     ctx.report(
         "TD102",
         node,
@@ -415,7 +418,7 @@ def _pickle_module_load(ctx: Context, node: ast.Call) -> None:
         "checkpoint from elsewhere runs its code",
         "load only files you trust; save a state_dict and load it with weights_only=True",
         None,
-        needs=("shipped", *shipped) if shipped else None,
+        needs=needs,
     )
 
 
@@ -563,6 +566,7 @@ def _beside_file(ctx: Context, expr: ast.expr) -> str | None:
         and len(expr.values) == 2
         and isinstance(expr.values[0], ast.FormattedValue)
         and expr.values[0].format_spec is None
+        and expr.values[0].conversion == -1  # not `{HERE!r}`: that quotes the folder
         and isinstance(expr.values[1], ast.Constant)
         and str(expr.values[1].value).startswith(("/", "\\"))
     ):
