@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import textwrap
 
+from torchdoctor.scan import scan_paths
 from torchdoctor.scan.engine import ScanOptions, scan_source
 
 # AlphaPose's detector/effdet_api.py, vendored in AOLIAO12312/Deepsort_ReID_Tracker (set 323):
@@ -53,3 +54,31 @@ def test_a_dtype_cast_in_the_other_branch_is_not_a_device_given():
             return x, y
     """
     assert td001(src) == [(6, "high"), (7, "high")]
+
+
+def _project(tmp_path, calls_elsewhere: int) -> list[tuple[str, str]]:
+    """A script that falls back to the CPU and still calls `.cuda()`, in a project whose other
+    files call `.cuda()` unguarded `calls_elsewhere` times."""
+    tmp_path.mkdir()
+    (tmp_path / "train.py").write_text(
+        "import torch\n"
+        'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+        "class Runner:\n    def step(self, x):\n        return x.cuda()\n"
+    )
+    body = "".join(f"    t{i} = x.cuda()\n" for i in range(calls_elsewhere))
+    (tmp_path / "model.py").write_text(f"import torch\nclass M:\n  def f(self, x):\n{body}")
+    found = scan_paths([str(tmp_path)], ScanOptions(confidence="low"), jobs=1).findings
+    return [(f.path.rsplit("/", 1)[-1], f.confidence) for f in found if f.rule == "TD001"]
+
+
+def test_cuda_in_a_falling_back_file_of_a_project_written_for_cuda_is_low(tmp_path):
+    """Multi-Object-Tracking-and-Segmentation (set 339): 70 unguarded `.cuda()` calls, 31
+    shown in files that fall back, all labelled lookalikes (CUDA-only in practice). A project
+    with nine such calls in all keeps the finding; with eleven it is low, unless the code must
+    run without CUDA."""
+    few = _project(tmp_path / "a", 8)
+    assert ("train.py", "medium") in few
+    many = _project(tmp_path / "b", 10)
+    assert ("train.py", "low") in many
+    portable = scan_paths([str(tmp_path / "b")], ScanOptions(portable=True), jobs=1).findings
+    assert any(f.rule == "TD001" and f.path.endswith("train.py") for f in portable)

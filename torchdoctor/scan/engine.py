@@ -444,23 +444,24 @@ def _assemble(
     _find_calls(project, found, pool)
     for f in resolve(found, project):
         portable, floor = _portable(f.path, opts), _floor(f.path, opts)
-        placed = _placed(f, summaries.get(f.path), portable, result.vendored.get(f.path))
+        where = (summaries.get(f.path), result.vendored.get(f.path), project.cuda_calls)
+        placed = _placed(f, portable, *where)
         if shown(placed.confidence, floor):
             result.findings.append(placed)
             continue
         result.below_confidence += 1
         # the one setting that would show it: say so, since the scan cannot know the intent
         if not portable:
-            alt = _placed(f, summaries.get(f.path), True, result.vendored.get(f.path))
+            alt = _placed(f, True, *where)
             result.below_confidence_portable += shown(alt.confidence, floor)
     return project
 
 
 def _placed(
-    f: Finding, summary: FileSummary | None, portable: bool, vendored: str | None
+    f: Finding, portable: bool, summary: FileSummary | None, vendored: str | None, cuda_calls: int
 ) -> Finding:
     """The finding at the confidence its class earned, and vendored code's below that."""
-    f = calibrated(f, summary, portable)
+    f = calibrated(f, summary, portable, cuda_calls)
     return lowered(f, vendored) if vendored is not None else f
 
 

@@ -55,6 +55,7 @@ class FileSummary:
     imports: list[str] = field(default_factory=list)  # modules it imports ("model", "..op")
     fallback: bool = False  # the file picks the CPU where CUDA is absent (context.falls_back)
     saves: bool = False  # the file calls torch.save: it writes files of its own (calibration)
+    cuda_calls: int = 0  # `.cuda()` calls outside any guard (TD001 reported, any confidence)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -64,6 +65,7 @@ class FileSummary:
             "imports": list(self.imports),
             "fallback": self.fallback,
             "saves": self.saves,
+            "cuda_calls": self.cuda_calls,
         }
 
     @classmethod
@@ -76,6 +78,7 @@ class FileSummary:
             [str(m) for m in doc["imports"]],
             bool(doc["fallback"]),
             bool(doc["saves"]),
+            int(doc["cuda_calls"]),
         )
 
 
@@ -131,6 +134,7 @@ class Project:
         self.key = key
         self.mps = any(s.mps for s in summaries.values())
         self.cpu_saved = {k for s in summaries.values() for k in s.cpu_saves}
+        self.cuda_calls = sum(s.cuda_calls for s in summaries.values())
         self._cpu_only: bool | None = None  # computed on first need
         self._cuda_only: dict[str, str] | None = None  # computed on first need
         self._fallback_importers: dict[str, str] | None = None  # computed on first need

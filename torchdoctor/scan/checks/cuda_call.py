@@ -51,6 +51,7 @@ def on_call(ctx: Context, node: ast.Call) -> None:
     if simple and dot is not None and ctx.device_in_scope(node):
         kws = "".join(f", {ast.unparse(k)}" for k in node.keywords)
         edit = Edit(dot, ctx.end(node), f".to({DEVICE_VARIABLE}{kws})")
+    ctx.summary.cuda_calls += 1  # the project's count (calibration.CUDA_PROJECT)
     judged = ctx.written_for_its_machine("`.cuda()`")
     if _moved_in_the_other_arm(ctx, func.value):
         judged = {
