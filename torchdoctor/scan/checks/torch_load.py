@@ -407,10 +407,7 @@ def _pickle_module_load(ctx: Context, node: ast.Call) -> None:
     elsewhere runs its code. Diffusion Policy's workspace loads and their many copies: real
     in 7 of the 9 blind repositories that have one (14 of 18 lines; sets 4-303); the other
     two load only the project's own dill checkpoints. No edit: the fix is a state-dict format."""
-    shipped = _fixed_relative_path(ctx, node)
-    needs: tuple[str, ...] | None = ("shipped", *shipped) if shipped else None
-    if needs is None and (imported := imported_name(ctx, node)) is not None:
-        needs = ("shipped-import", *imported)
+    needs = _shipped_needs(ctx, node)
     ctx.report(
         "TD102",
         node,
@@ -420,6 +417,16 @@ def _pickle_module_load(ctx: Context, node: ast.Call) -> None:
         None,
         needs=needs,
     )
+
+
+def _shipped_needs(ctx: Context, node: ast.Call) -> tuple[str, ...] | None:
+    """What the project view looks up to tell weights committed with the code: the load's
+    fixed relative path ("shipped"), or the project constant that names it ("shipped-import")."""
+    shipped = _fixed_relative_path(ctx, node)
+    if shipped:
+        return ("shipped", *shipped)
+    imported = imported_name(ctx, node)
+    return None if imported is None else ("shipped-import", *imported)
 
 
 def _weights_only(ctx: Context, node: ast.Call, kw: set[str | None], edit: Edit | None) -> None:
@@ -439,10 +446,7 @@ def _weights_only(ctx: Context, node: ast.Call, kw: set[str | None], edit: Edit 
     # (fix.py may find more evidence, e.g. a torch.save of a state_dict() to the same path).
     if id(node) not in ctx.into_load_state_dict:
         edit = None
-    shipped = _fixed_relative_path(ctx, node)
-    needs: tuple[str, ...] | None = ("shipped", *shipped) if shipped else None
-    if needs is None and (imported := imported_name(ctx, node)) is not None:
-        needs = ("shipped-import", *imported)
+    needs = _shipped_needs(ctx, node)
     ctx.report(
         "TD102",
         node,
