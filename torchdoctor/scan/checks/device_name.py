@@ -149,6 +149,9 @@ def _device_arguments(ctx: Context, node: ast.Call) -> list[ast.expr]:
 
 
 def on_call(ctx: Context, node: ast.Call) -> None:
+    given = [*node.args[:1], *(k.value for k in node.keywords if k.arg == "device")]
+    if not any(isinstance(v, (ast.Constant, ast.IfExp)) for v in given):
+        return  # `.to(device)`: a name is followed from its assignment (on_assign)
     if ctx.caught("RuntimeError"):
         return  # a handler takes the RuntimeError: a fallback
     for value in _device_arguments(ctx, node):
