@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 import re
 from bisect import bisect_left
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .astutil import (
@@ -139,7 +139,7 @@ class Context(SourcePositions, Bindings, DeviceGuards, CallSites, ast.NodeVisito
         self.if_depth = 0
         self.if_tests: list[ast.expr] = []
         # the other branch of each `if`/`a if t else b` around the node, innermost last
-        self.other_arms: list[list[ast.AST]] = []
+        self.other_arms: list[Sequence[ast.AST]] = []
         self.withs: list[ast.expr] = []  # context managers around the current node
         self.catch_all = 0  # try bodies around the node whose handler catches AssertionError
         self.handlers: list[tuple[ast.Try, ast.ExceptHandler]] = []  # handlers around the node
@@ -302,10 +302,10 @@ class Context(SourcePositions, Bindings, DeviceGuards, CallSites, ast.NodeVisito
         self._guards.append((is_guard, node.test))
         self.if_depth += 1
         self.if_tests.append(node.test)
-        self.other_arms.append(list(node.orelse))
+        self.other_arms.append(node.orelse)
         self._block(node.body)
         self._guards[-1] = (is_guard_else, node.test)
-        self.other_arms[-1] = list(node.body)
+        self.other_arms[-1] = node.body
         self._block(node.orelse)
         self.other_arms.pop()
         self.if_tests.pop()

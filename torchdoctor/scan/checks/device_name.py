@@ -187,7 +187,7 @@ def on_assign(ctx: Context, node: ast.Assign | ast.AnnAssign) -> None:
     """`device = "gpu" if torch.cuda.is_available() else "cpu"`, then `.to(device)`: the
     literal is reported where the same scope passes the name, bound to strings only, as a
     device."""
-    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+    targets = _targets(node)
     if node.value is None or len(targets) != 1 or not isinstance(targets[0], ast.Name):
         return
     bad = [c for c in _strings(node.value, every=False) if meant(c.value)]
