@@ -192,6 +192,11 @@ def own_nodes(nodes: list[ast.AST]) -> Iterator[ast.AST]:
                 push(value)
 
 
+def imported_names(node: ast.Import | ast.ImportFrom) -> list[str]:
+    """The names an import binds: `import a.b` binds `a`, `from m import x as y` binds `y`."""
+    return [a.asname or a.name.split(".")[0] for a in node.names]
+
+
 def bindings(scope: ast.AST, name: str) -> int:
     """How many places under `scope` bind `name`: stores (`x = …`, `for x in`, `with … as x`),
     imports (`from config import x`), and `global x` declarations (a function that may rebind
@@ -201,7 +206,7 @@ def bindings(scope: ast.AST, name: str) -> int:
         if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store):
             count += 1
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            count += sum((a.asname or a.name.split(".")[0]) == name for a in node.names)
+            count += imported_names(node).count(name)
         elif isinstance(node, ast.Global) and name in node.names:
             count += 1
     return count

@@ -11,6 +11,8 @@ import builtins
 import re
 import symtable
 
+from .astutil import imported_names
+
 MODULE_NAMES = frozenset(
     ["__file__", "__name__", "__doc__", "__spec__", "__loader__", "__package__", "__path__",
      "__builtins__", "__annotations__", "__dict__", "__module__", "__qualname__", "__class__"]
@@ -43,10 +45,8 @@ def binds(tree: ast.Module, name: str) -> bool:
             and node.name == name
         ):
             return True
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            for a in node.names:
-                if (a.asname or a.name.split(".")[0]) == name:
-                    return True
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and name in imported_names(node):
+            return True
     return False
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import ast
 import re
 
-from ..astutil import own_nodes
+from ..astutil import imported_names, own_nodes
 from ..context import Check, Context
 from .device_string import places_tensor
 
@@ -165,7 +165,7 @@ def _binds(node: ast.AST, name: str) -> bool:
     if isinstance(node, ast.Name):
         return node.id == name and isinstance(node.ctx, (ast.Store, ast.Del))
     if isinstance(node, (ast.Import, ast.ImportFrom)):
-        return any((a.asname or a.name.split(".")[0]) == name for a in node.names)
+        return name in imported_names(node)
     if isinstance(node, ast.arg):
         return node.arg == name
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):

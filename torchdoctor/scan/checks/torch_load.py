@@ -9,7 +9,7 @@ import re
 from itertools import pairwise
 from typing import Any
 
-from ..astutil import assigned_values, dotted, parent_map
+from ..astutil import assigned_values, dotted, imported_names, parent_map
 from ..constants import author_tail, module_constants, project_relative, reexports
 from ..context import DEVICE_VARIABLE, Check, Context, catches
 from ..model import Edit
@@ -634,7 +634,7 @@ def _bindings(n: ast.AST) -> list[tuple[ast.AST, ast.expr | None]]:
     if isinstance(n, ast.withitem) and n.optional_vars is not None:
         return [(n.optional_vars, None)]
     if isinstance(n, (ast.Import, ast.ImportFrom)):
-        return [(ast.Name(a.asname or a.name.split(".")[0]), None) for a in n.names]
+        return [(ast.Name(name), None) for name in imported_names(n)]
     if isinstance(n, ast.arg):  # a parameter of that name: the caller's folder
         return [(ast.Name(n.arg), None)]
     return []
