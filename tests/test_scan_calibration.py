@@ -132,21 +132,41 @@ def test_attempting_to_deserialize_on_a_cuda_device_round_trip_follows_the_table
     "Attempting to deserialize object on a CUDA device but torch.cuda.is_available() is
     False" on the CPU it picks. Shown while it was real in 56 % of 44 repositories; low from
     sets 177-184 (53 % of 64); shown again with sets 319-326 (55 % of 106); low again with
-    sets 327-334 (55 % of 111, 115 with sets 335-340), where, shown, it was real in two
-    repositories of five. The
-    calibration follows the evidence both ways; --portable gives it back."""
-    assert ("TD101", "low") in _found(tmp_path, ROUND_TRIP)
+    sets 327-334 (55 % of 115 with sets 335-340); shown since the newest sets (319-340, where
+    TD101's labels moved) judge it alone: real in 8.5 repositories of 14. The calibration
+    follows the evidence both ways; --portable keeps it."""
+    assert ("TD101", "high") in _found(tmp_path, ROUND_TRIP)
     assert ("TD101", "high") in _found(tmp_path, ROUND_TRIP, portable=True)
-    assert "were 55 % real, per repository, over the 115" in (
-        calibration.below_bar("TD101", True, False, saves=True) or ""
+    assert calibration.below_bar("TD101", True, False, saves=True) is None
+    assert measured("TD101", True, saves=True) == (
+        (8.5, 5.5),
+        " in files with a CPU fallback that also call torch.save of the newest sets (319-340)",
     )
 
 
-def test_released_weights_loaded_in_a_falling_back_file_are_low(tmp_path):
+def test_a_load_in_a_falling_back_file_is_shown_on_the_newest_sets(tmp_path):
+    """`torch.load(path)` in a file that picks the CPU where CUDA is absent: 40 % real over
+    all sets, 7 repositories of 9 in the newest."""
     (tmp_path / "m.py").write_text(RELEASED)
-    (f,) = scan_paths([str(tmp_path)], ScanOptions(confidence="low"), jobs=1).findings
-    assert (f.rule, f.confidence) == ("TD101", "low")
-    assert "findings in files with a CPU fallback that never call torch.save" in f.grounds
+    (f,) = scan_paths([str(tmp_path)], ScanOptions(), jobs=1).findings
+    assert f.rule == "TD101"
+    assert measured("TD101", True) == (
+        (7, 2),
+        " in files with a CPU fallback that never call torch.save of the newest sets (319-340)",
+    )
+
+
+def test_the_newest_sets_judge_a_class_only_with_enough_repositories(monkeypatch):
+    monkeypatch.setattr(calibration, "RECENT", {("TD101", True, False): (1, 6)})
+    assert measured("TD101", True) == (
+        calibration.MEASURED[("TD101", True, False)],
+        " in files with a CPU fallback that never call torch.save",
+    )
+    monkeypatch.setattr(calibration, "RECENT", {("TD101", True, False): (1, 7)})
+    why = below_bar("TD101", True, portable=False) or ""
+    assert why.startswith("TD101 findings in files with a CPU fallback that never call")
+    assert "of the newest sets (319-340) were 12 % real" in why
+    assert below_bar("TD001", True, portable=False) is None  # the window is TD101's only
 
 
 def test_weights_only_is_shown_everywhere_unsafe_pickle(tmp_path):
@@ -192,6 +212,7 @@ def test_a_class_with_too_few_findings_is_judged_by_a_wider_one(monkeypatch):
         ("TD003", True, False): (1, 1),
     }
     monkeypatch.setattr(calibration, "MEASURED", table)
+    monkeypatch.setattr(calibration, "RECENT", {})
     assert measured("TD101", True, saves=True) == ((2, 4), " in files with a CPU fallback")
     assert measured("TD101", False, saves=True) == ((0, 9), " in files without a CPU fallback")
     assert measured("TD003", True) is None  # two, and none elsewhere: its reasoning stands
