@@ -322,6 +322,15 @@ KIND_RULES: dict[str, frozenset[str]] = {
     # set 345, before its scoring: `voicefixer.restore(cuda=True)`, a library's own flag that
     # no rule reads
     "hardcoded-cuda-flag": frozenset(),
+    # sets 351-355, before their scoring: a batch size times torch.cuda.device_count() (0
+    # without CUDA, as gpu-count-zero-division); a state dict saved from a DataParallel model
+    # that is wrapped only on several GPUs (as dataparallel-attribute); a module handed to
+    # torch.load as its map_location; a model never moved to the device its inputs go to (as
+    # model-not-moved-to-device)
+    "device-count-zero": frozenset(),
+    "conditional-dataparallel-state-dict": frozenset({"TD203"}),
+    "load-module-as-map-location": frozenset(),
+    "model-not-on-device": frozenset({"TD303"}),
 }
 # Label rows the labeller gave one root cause (method.md): recall is also counted per root.
 ONE_ROOT = {("lllyasviel/Fooocus", "ldm_patched/modules/model_management.py")}
