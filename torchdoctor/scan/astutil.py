@@ -87,6 +87,29 @@ def off_cuda_test(expr: ast.AST) -> bool:
     return compares(expr, (ast.NotEq, ast.IsNot), _cuda_literal)
 
 
+def several_gpus_test(expr: ast.AST) -> bool:
+    """`torch.cuda.device_count() > 1` (or `>= 2`, `== 2`; a count kept in a name is not
+    followed): false with one GPU and with none, so its `else:` is no CUDA guard. DIPPI's
+    trainers print `torch.cuda.get_device_name(0)` there and raise on the CPU they fall back
+    to (blind set 344), its test `… > 1 and config.get("multi_gpu", True)`: an `and` is false
+    wherever one side is."""
+    if isinstance(expr, ast.BoolOp) and isinstance(expr.op, ast.And):
+        return any(map(several_gpus_test, expr.values))
+    if not (isinstance(expr, ast.Compare) and len(expr.ops) == 1):
+        return False
+    left, op, right = expr.left, expr.ops[0], expr.comparators[0]
+    if not (
+        isinstance(left, ast.Call)
+        and dotted(left.func).endswith("cuda.device_count")
+        and isinstance(right, ast.Constant)
+        and type(right.value) is int
+    ):
+        return False
+    return (isinstance(op, ast.Gt) and right.value >= 1) or (
+        isinstance(op, (ast.GtE, ast.Eq)) and right.value >= 2
+    )
+
+
 def is_guard(expr: ast.AST) -> bool:
     if off_cuda_test(expr):
         return False
@@ -98,8 +121,9 @@ def is_guard(expr: ast.AST) -> bool:
 
 def is_guard_else(expr: ast.AST) -> bool:
     """The same test, for the code that runs when it is false (an `else:`, or what follows an
-    early `return`): a guard all the same; guards.py tells the two apart for TD004."""
-    return any(GUARD_WORD.search(n) for n in names(expr))
+    early `return`): a guard all the same; guards.py tells the two apart for TD004. Not the
+    `else:` of a test for several GPUs: it runs on one GPU and on none."""
+    return any(GUARD_WORD.search(n) for n in names(expr)) and not several_gpus_test(expr)
 
 
 def dotted(node: ast.AST) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import re
 
-from ..astutil import assigned_values, bindings, dotted
+from ..astutil import assigned_values, bindings, dotted, several_gpus_test
 from ..context import Check, Context
 
 # The torch.cuda calls that raise without CUDA: 'Torch not compiled with CUDA enabled' on a
@@ -58,6 +58,17 @@ def on_call(ctx: Context, node: ast.Call) -> None:
             proven=True,
         )
         return
+    if not low_why and ctx.falls_back_to_cpu and _one_gpu_or_none(ctx):
+        ctx.report(
+            "TD003",
+            node,
+            f"`torch.cuda.{fn}()` in the `else:` of a test for several GPUs, which also runs "
+            "with none: on the CPU this file falls back to, the call raises",
+            "test `torch.cuda.is_available()` before it (or use torch.accelerator)",
+            why="the branch runs with no GPU, in a file that picks the CPU then",
+            proven=True,
+        )
+        return
     if fn in MACHINERY:
         low_why = f"`torch.cuda.{fn}` is CUDA machinery: the code built on it is written for CUDA"
     ctx.report(
@@ -71,6 +82,11 @@ def on_call(ctx: Context, node: ast.Call) -> None:
             else ctx.written_for_its_machine(f"`torch.cuda.{fn}()`")
         ),
     )
+
+
+def _one_gpu_or_none(ctx: Context) -> bool:
+    """Is the call in the `else:` of `if torch.cuda.device_count() > 1:`?"""
+    return any(t is not None and not t[1] and several_gpus_test(t[0]) for t in ctx.tests_around())
 
 
 def _given_the_fallback(ctx: Context, node: ast.Call) -> bool:
