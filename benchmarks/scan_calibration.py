@@ -55,6 +55,8 @@ from torchdoctor.scan.context import falls_back  # noqa: E402
 COMMIT = re.compile(r"\b[0-9a-f]{7,40}\b")
 # The calibration table of a commit that has one (from 939f45e on), to be emptied.
 TABLE = re.compile(r"^MEASURED\b[^=]*= \{.*?^\}", re.S | re.M)  # its type may wrap
+# the newest sets' table (from d5e06aa on): emptied with MEASURED, or it would hide a class
+RECENT = re.compile(r"^RECENT\b[^=]*= \{.*?^\}", re.S | re.M)
 
 
 def set_dir(n: int) -> Path:
@@ -89,7 +91,7 @@ def export(commit: str, into: Path, empty: bool = True) -> Path:
             text, n = TABLE.subn("MEASURED = {}", table.read_text())
             if n != 1:
                 sys.exit(f"{commit}: no calibration table found to empty")
-            table.write_text(text)
+            table.write_text(RECENT.sub("RECENT = {}", text))
     return out
 
 
