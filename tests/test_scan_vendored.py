@@ -153,6 +153,13 @@ def test_fix_at_confidence_low_leaves_vendored_code_as_its_authors_wrote_it(tmp_
         ("external/ours.py", None),  # as often the project's own code in the corpora
         ("third_party.py", None),  # a file, not a folder
         ("models/vendor_utils.py", None),
+        ("legacy/archive/ex.py", "legacy"),
+        ("BACKUP/DataGenerationBACKUP.py", "BACKUP"),
+        ("src/old_version/solver.py", "src/old_version"),
+        ("archived_methods/train.py", "archived_methods"),
+        ("archive_original_inference.py", None),  # a file, not a folder
+        ("models/holdout/threshold.py", None),
+        ("golden/model.py", None),
     ],
 )
 def test_vendored_folders(relative, folder):
@@ -161,3 +168,21 @@ def test_vendored_folders(relative, folder):
 
 def test_every_vendored_name_passes_the_first_look():
     assert all(vendored._HINT.search(name) for name in vendored.VENDORED_DIRS)
+    archived = ["legacy", "archive", "archives", "archived", "old", "_old", "deprecated"]
+    archived += ["backup", "backups", "bak", "unused", "obsolete"]
+    assert all(vendored._HINT.search(name) and vendored.archived(name) for name in archived)
+
+
+def test_cuda_in_an_archived_legacy_folder_is_low_child_speech_emotion_recognition(tmp_path):
+    """Xuzc317/child-speech-emotion-recognition's legacy/…/ex.py (blind set 350): `.cuda()`
+    beside the file's own CPU fallback, seven lookalikes ("historical code (not maintained)",
+    its README says); the load without weights_only there was labelled real and stays."""
+    found = scan_tree(tmp_path, {"legacy/archive/ex.py": MODEL, "app/net.py": MODEL}, PORTABLE)
+    by = {(path, rule): conf for path, _, rule, conf in found}
+    assert by[("legacy/archive/ex.py", "TD001")] == "low"
+    assert by[("app/net.py", "TD001")] == "high"
+    assert by[("legacy/archive/ex.py", "TD102")] == "high"
+    result = scan_paths([str(tmp_path)], PORTABLE, jobs=1)
+    (f,) = [f for f in result.findings if f.rule == "TD001" and "legacy" in f.path]
+    assert f.grounds.startswith("archived code (legacy/)")
+    assert vendored.not_edited(f, "legacy") is None  # the project's own code: --fix may edit it
