@@ -206,13 +206,38 @@ SOURCE_FILE = frozenset(["inspect.getfile", "inspect.getsourcefile"])
 def _packaged(ctx: Context, node: ast.Call) -> bool:
     """A file found from `__file__`: data shipped inside the package itself, as trusted as the
     code that loads it and loaded on every machine the package supports (facenet-pytorch's
-    mtcnn.py loads ../data/pnet.pt that way; sixth blind corpus)."""
+    mtcnn.py loads ../data/pnet.pt that way; sixth blind corpus). Not a path the caller names
+    below that folder: nanoGPTplus's `Path(__file__).parents[2] / path` loads whatever checkpoint
+    its `path` parameter says (blind set 352)."""
+    params = {p for f in ctx.funcs for p in f.params()}
     return any(
-        (isinstance(n, ast.Name) and n.id == "__file__")
-        or (isinstance(n, ast.Call) and dotted(n.func) in SOURCE_FILE)
+        any(
+            (isinstance(n, ast.Name) and n.id == "__file__")
+            or (isinstance(n, ast.Call) and dotted(n.func) in SOURCE_FILE)
+            for n in ast.walk(e)
+        )
+        and not _joins_a_parameter(e, params)
         for e in _path_exprs(ctx, node)
-        for n in ast.walk(e)
     )
+
+
+def _joins_a_parameter(expr: ast.expr, params: set[str]) -> bool:
+    """Is a parameter a whole part of the path (`folder / path`, `os.path.join(folder, path)`)?
+    A parameter that only picks a name in a string (LPIPS's `'weights/v%s/%s.pth' % (version,
+    net)`) chooses among the shipped files."""
+    for n in ast.walk(expr):
+        if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Div):
+            parts: list[ast.expr] = [n.left, n.right]
+        elif isinstance(n, ast.Call) and dotted(n.func).rsplit(".", 1)[-1] in PATH_JOINS:
+            parts = list(n.args)
+        else:
+            continue
+        if any(isinstance(p, ast.Name) and p.id in params for p in parts):
+            return True
+    return False
+
+
+PATH_JOINS = frozenset(["join", "joinpath", "Path"])
 
 
 # Calls that only assemble a path: two of them name the same file only if they read the same.
