@@ -331,6 +331,9 @@ KIND_RULES: dict[str, frozenset[str]] = {
     "conditional-dataparallel-state-dict": frozenset({"TD203"}),
     "load-module-as-map-location": frozenset(),
     "model-not-on-device": frozenset({"TD303"}),
+    # set 363, before its scoring: `.to(device)` on an audiocraft wrapper that is no nn.Module
+    # (it has no `.to`): no rule reads it
+    "to-on-non-module": frozenset(),
 }
 # Label rows the labeller gave one root cause (method.md): recall is also counted per root.
 ONE_ROOT = {("lllyasviel/Fooocus", "ldm_patched/modules/model_management.py")}
