@@ -50,3 +50,32 @@ def test_a_checkpoint_the_caller_names_below_the_files_folder_is_no_shipped_file
 
 def test_parameters_that_pick_a_shipped_file_by_name_keep_it_shipped_lpips():
     assert rules(LPIPS) == []
+
+
+# lianghongzhuo/PointNetGPD's six main_*.py (set 349): --cuda stays on where CUDA is absent.
+POINTNETGPD = """
+import argparse
+
+import torch
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--cuda", action="store_true", default=True)
+args = parser.parse_args()
+args.cuda = args.cuda if torch.cuda.is_available else False
+if args.cuda:
+    torch.cuda.manual_seed(1)
+"""
+
+
+def td006(src: str) -> list[int]:
+    found = scan_source("main_1v.py", textwrap.dedent(src), ScanOptions(confidence="low"))[0]
+    return [f.line for f in found if f.rule == "TD006"]
+
+
+def test_uncalled_is_available_keeps_the_cuda_flag_on_a_cpu_machine_pointnetgpd():
+    assert td006(POINTNETGPD) == [9]
+
+
+def test_a_called_test_or_a_value_that_is_not_the_cpu_side_stays_quiet():
+    assert td006(POINTNETGPD.replace("is_available else", "is_available() else")) == []
+    assert td006(POINTNETGPD.replace("else False", "else args.cpu_fallback")) == []

@@ -83,6 +83,19 @@ def _cuda_placement(ctx: Context, nodes: list[ast.AST]) -> bool:
     return False
 
 
+def _off(nodes: list) -> bool:
+    """The value a pick falls back to without CUDA: `False`, `None`, `0`, "cpu",
+    `torch.device("cpu")`. Beside `torch.cuda.is_available` uncalled, the other side is
+    never taken: PointNetGPD's `args.cuda = args.cuda if torch.cuda.is_available else False`
+    keeps `--cuda` on a CPU machine, and its six scripts then call `.cuda()` (blind set 349)."""
+    if len(nodes) != 1 or not isinstance(nodes[0], ast.expr):
+        return False
+    node = nodes[0]
+    if isinstance(node, ast.Call) and dotted(node.func).endswith("device") and node.args:
+        node = node.args[0]
+    return isinstance(node, ast.Constant) and node.value in (False, None, 0, "cpu")
+
+
 def on_test(ctx: Context, node: ast.If | ast.IfExp) -> None:
     parts = [(atom, positive, _why(ctx, atom)) for atom, positive in _parts(node.test)]
     if all(why is None for _, _, why in parts) or any(_asks_cuda(ctx, a) for a, _, _ in parts):
@@ -91,7 +104,10 @@ def on_test(ctx: Context, node: ast.If | ast.IfExp) -> None:
         (node.body, node.orelse) if isinstance(node, ast.If) else ([node.body], [node.orelse])
     )
     for atom, positive, why in parts:
-        if why is None or not _cuda_placement(ctx, branches[0] if positive else branches[1]):
+        if why is None:
+            continue
+        chosen, other = branches if positive else branches[::-1]
+        if not (_cuda_placement(ctx, chosen) or (why.endswith(UNCALLED) and _off(other))):
             continue
         fix = "test `torch.cuda.is_available()`"
         if why is MALLOC:
