@@ -3,7 +3,7 @@ public code the labellers judged, reduced to what decides the finding."""
 
 from __future__ import annotations
 
-from torchdoctor.scan import ScanOptions
+from torchdoctor.scan import ScanOptions, scan_paths
 
 from .scan_tree import scan_tree as scan
 
@@ -97,14 +97,23 @@ class BaseTrainMeta:
 
 
 def test_a_gpu_name_for_the_log_is_no_cpu_fallback_3d_vla_trainer(tmp_path):
-    """(The default output, calibrated: a `.cuda()` in a file that falls back is shown.)
-    3d-vla's trainer logs `torch.cuda.get_device_name(0) if torch.cuda.is_available() else
+    """3d-vla's trainer logs `torch.cuda.get_device_name(0) if torch.cuda.is_available() else
     ""`: that picks a string for a log line, not the CPU to run on, so the file's `.cuda()` is
-    not read as contradicting the file's own fallback (set 156, three false findings)."""
-    found = scan(tmp_path, {"lib/meta.py": THREE_D_VLA_TRAINER})
-    assert ("lib/meta.py", 11, "TD001", "low") in found
+    not read as contradicting the file's own fallback (set 156, three false findings): its
+    class is the one of files without a CPU fallback."""
+
+    def grounds(folder, text: str) -> str:
+        (folder / "lib").mkdir(parents=True)
+        (folder / "lib" / "meta.py").write_text(text)
+        found = scan_paths([str(folder)], ScanOptions(confidence="low"), jobs=1).findings
+        (f,) = [f for f in found if f.rule == "TD001"]
+        return f.grounds or ""
+
+    assert "TD001 findings in files without a CPU fallback" in grounds(
+        tmp_path / "a", THREE_D_VLA_TRAINER
+    )
     falls_back = THREE_D_VLA_TRAINER.replace('else ""', 'else "cpu"')
-    assert ("lib/meta.py", 11, "TD001", "low") not in scan(tmp_path, {"lib/meta.py": falls_back})
+    assert "TD001 findings in files with a CPU fallback" in grounds(tmp_path / "b", falls_back)
 
 
 def test_a_class_in_a_trainers_folder_is_training_code_3d_vla(tmp_path):

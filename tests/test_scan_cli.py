@@ -62,13 +62,13 @@ def test_json_is_one_versioned_document(project):
     jsonschema.Draft202012Validator(REPORT_SCHEMA).validate(doc)  # the one shared contract
     assert doc["summary"]["files_scanned"] == 2
     assert doc["summary"]["file_errors"] == 2
-    # `.cuda()` in a file that falls back to the CPU is shown (the blind corpora do not put its
-    # class under the bar), and so is its load without map_location (the newest sets put its
-    # class over it; --portable shows nothing more); the load without weights_only is shown
-    assert {f["id"] for f in doc["findings"]} == {"TD001", "TD101", "TD102"}
-    assert doc["summary"]["below_confidence"] == 0
+    # `.cuda()` in a file that falls back to the CPU is low (the blind corpora put its class
+    # just under the bar since sets 349-356) unless --portable; its load without map_location
+    # is shown (the newest sets put its class over it), and so is the one without weights_only
+    assert {f["id"] for f in doc["findings"]} == {"TD101", "TD102"}
+    assert doc["summary"]["below_confidence"] == 1
     portable = json.loads(run_cli("scan", str(project), "--json", "--portable").stdout)
-    assert portable["findings"] == doc["findings"]
+    assert {f["id"] for f in portable["findings"]} == {"TD001", "TD101", "TD102"}
     f = next(f for f in portable["findings"] if f["id"] == "TD001")
     assert set(f) >= {"id", "level", "message", "subject", "remedies", "details", "doc"}
     assert f["subject"] == f"{f['details']['path']}:{f['details']['line']}:{f['details']['col']}"
