@@ -79,3 +79,50 @@ def test_uncalled_is_available_keeps_the_cuda_flag_on_a_cpu_machine_pointnetgpd(
 def test_a_called_test_or_a_value_that_is_not_the_cpu_side_stays_quiet():
     assert td006(POINTNETGPD.replace("is_available else", "is_available() else")) == []
     assert td006(POINTNETGPD.replace("else False", "else args.cpu_fallback")) == []
+
+
+# lonePatient/BERT-NER-Pytorch's run_ner_crf.py (set 353), Hugging Face's load_and_cache_examples:
+# the barriers keep the other ranks waiting while the first builds the cache; a later run reads
+# what an earlier one wrote, from --data_dir.
+CACHED_FEATURES = """
+import os
+
+import torch
+
+
+def load_and_cache_examples(args, tokenizer, data_type="train"):
+    if args.local_rank not in [-1, 0]:
+        torch.distributed.barrier()
+    cached_features_file = os.path.join(args.data_dir, "cached_crf-{}".format(data_type))
+    if os.path.exists(cached_features_file) and not args.overwrite_cache:
+        features = torch.load(cached_features_file)
+    else:
+        features = convert_examples_to_features(tokenizer)
+        if args.local_rank in [-1, 0]:
+            torch.save(features, cached_features_file)
+    if args.local_rank == 0:
+        torch.distributed.barrier()
+    return features
+"""
+
+# sam2's gather: the ranks save, meet, then read what the others just wrote.
+GATHERED = """
+import os
+
+import torch
+
+
+def all_gather(obj, folder, rank, world):
+    path = os.path.join(folder, f"{rank}.pt")
+    torch.save(obj, path)
+    torch.distributed.barrier()
+    return [torch.load(os.path.join(folder, f"{r}.pt")) for r in range(world)]
+"""
+
+
+def test_a_features_cache_an_earlier_run_wrote_is_no_exchange_between_ranks_bert_ner():
+    assert rules(CACHED_FEATURES) == [(12, "TD102")]
+
+
+def test_what_the_ranks_just_saved_is_still_an_exchange_sam2():
+    assert rules(GATHERED) == []

@@ -142,22 +142,47 @@ def _exchanged(ctx: Context, node: ast.Call) -> bool:
     if key not in ctx.memo:
         calls = [n for n in ast.walk(f.node) if isinstance(n, ast.Call)]
         names = [dotted(c.func) for c in calls]
-        saved: set[str] = set()
-        for c, name in zip(calls, names, strict=True):
-            if name.endswith("torch.save") and len(c.args) > 1:
-                saved |= _reads(f.node, c.args[1])
+        saved = [
+            (c, _reads(f.node, c.args[1]))
+            for c, name in zip(calls, names, strict=True)
+            if name.endswith("torch.save") and len(c.args) > 1
+        ]
         exchanges = any(n.rsplit(".", 1)[-1] in EXCHANGE for n in names)
         saves = any(n.endswith("torch.save") for n in names)
-        ctx.memo[key] = saved if exchanges and saves else None
-    saved = ctx.memo[key]
+        ctx.memo[key] = (saved, parent_map(f.node)) if exchanges and saves else None
+    memo = ctx.memo[key]
     path = path_argument(node, 0, "f")
-    if saved is None or path is None:
+    if memo is None or path is None:
         return False
     if any(isinstance(n, ast.Call) and dotted(n.func).endswith("BytesIO") for n in ast.walk(path)):
         return True
+    saved, parents = memo  # type: ignore[misc]
     read = _reads(f.node, path)
+    same_file = [c for c, reads in saved if reads & read]
+    if same_file and all(_other_branch(parents, c, node) for c in same_file):
+        # `if os.path.exists(cached): load … else: build, save`, barriers around: a cache an
+        # earlier run wrote (BERT-NER-Pytorch's and biobert's load_and_cache_examples, set 353:
+        # four security findings missed)
+        return False
     from_params = any(r.split(".", 1)[0] in _parameters(f.node) for r in read)
-    return bool(read & saved) or not from_params  # type: ignore[operator]
+    return bool(same_file) or not from_params
+
+
+def _other_branch(parents: dict[int, ast.AST], a: ast.AST, b: ast.AST) -> bool:
+    """Are `a` and `b` in the two branches of one `if`?"""
+
+    def branches(node: ast.AST) -> dict[int, bool]:
+        """id(if) -> whether `node` is in its body, for each `if` around it."""
+        out: dict[int, bool] = {}
+        child, up = node, parents.get(id(node))
+        while up is not None:
+            if isinstance(up, ast.If) and child is not up.test:
+                out[id(up)] = any(child is s for s in up.body)
+            child, up = up, parents.get(id(up))
+        return out
+
+    first, second = branches(a), branches(b)
+    return any(k in second and second[k] != v for k, v in first.items())
 
 
 def _parameters(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
