@@ -334,6 +334,9 @@ KIND_RULES: dict[str, frozenset[str]] = {
     # set 363, before its scoring: `.to(device)` on an audiocraft wrapper that is no nn.Module
     # (it has no `.to`): no rule reads it
     "to-on-non-module": frozenset(),
+    # set 365, before its scoring: `.grad` of a tensor rebound to its device copy (a non-leaf),
+    # as to-device-non-leaf-param: no rule reads it
+    "grad-of-moved-leaf": frozenset(),
 }
 # Label rows the labeller gave one root cause (method.md): recall is also counted per root.
 ONE_ROOT = {("lllyasviel/Fooocus", "ldm_patched/modules/model_management.py")}
