@@ -55,7 +55,7 @@ from torchdoctor.scan.context import falls_back  # noqa: E402
 COMMIT = re.compile(r"\b[0-9a-f]{7,40}\b")
 # The calibration table of a commit that has one (from 939f45e on), to be emptied.
 TABLE = re.compile(r"^MEASURED\b[^=]*= \{.*?^\}", re.S | re.M)  # its type may wrap
-# the newest sets' table (from d5e06aa on): emptied with MEASURED, or it would hide a class
+# the newest sets' table (from a484007 on): emptied with MEASURED, or it would hide a class
 RECENT = re.compile(r"^RECENT\b[^=]*= \{.*?^\}", re.S | re.M)
 
 

@@ -44,6 +44,7 @@ def uncalibrated(monkeypatch):
     from torchdoctor.scan import calibration
 
     monkeypatch.setattr(calibration, "MEASURED", {})
+    monkeypatch.setattr(calibration, "RECENT", {})
 
 
 def run_cli(

@@ -126,3 +126,37 @@ def test_a_features_cache_an_earlier_run_wrote_is_no_exchange_between_ranks_bert
 
 def test_what_the_ranks_just_saved_is_still_an_exchange_sam2():
     assert rules(GATHERED) == []
+
+
+# The exchange itself: rank 0 saves, the others meet it at the barrier and read it.
+RANK_EXCHANGE = """
+import os
+
+import torch
+import torch.distributed as dist
+
+
+def share(obj, args):
+    tmp = os.path.join(args.out, "tmp.pt")
+    if args.rank == 0:
+        torch.save(obj, tmp)
+        dist.barrier()
+    else:
+        dist.barrier()
+        obj = torch.load(tmp)
+    return obj
+"""
+
+
+def test_the_two_branches_of_a_rank_test_are_the_exchange_itself():
+    assert rules(RANK_EXCHANGE) == []
+
+
+def test_an_uncalled_test_that_picks_no_cuda_flag_stays_quiet():
+    """`num_workers=4 if torch.cuda.is_available else 0`: always 4, which crashes nothing."""
+    src = POINTNETGPD.replace(
+        "args.cuda if torch.cuda.is_available else False", "4 if torch.cuda.is_available else 0"
+    )
+    assert td006(src) == []
+    src = POINTNETGPD.replace("else False", "else 0.0")
+    assert td006(src) == []

@@ -145,8 +145,8 @@ def test_attempting_to_deserialize_on_a_cuda_device_round_trip_follows_the_table
     assert calibration.below_bar("TD101", True, False, saves=True) is None
     assert measured("TD101", True, saves=True) == (
         calibration.RECENT[("TD101", True, True)],
-        " in files with a CPU fallback that also call torch.save of the newest sets "
-        f"({calibration.RECENT_SETS})",
+        f" of the newest sets ({calibration.RECENT_SETS}) in files with a CPU fallback that"
+        " also call torch.save",
     )
 
 
@@ -158,8 +158,8 @@ def test_a_load_in_a_falling_back_file_is_shown_on_the_newest_sets(tmp_path):
     assert f.rule == "TD101"
     assert measured("TD101", True) == (
         calibration.RECENT[("TD101", True, False)],
-        " in files with a CPU fallback that never call torch.save of the newest sets "
-        f"({calibration.RECENT_SETS})",
+        f" of the newest sets ({calibration.RECENT_SETS}) in files with a CPU fallback that"
+        " never call torch.save",
     )
 
 
@@ -171,8 +171,10 @@ def test_the_newest_sets_judge_a_class_only_with_enough_repositories(monkeypatch
     )
     monkeypatch.setattr(calibration, "RECENT", {("TD101", True, False): (1, 7)})
     why = below_bar("TD101", True, portable=False) or ""
-    assert why.startswith("TD101 findings in files with a CPU fallback that never call")
-    assert f"of the newest sets ({calibration.RECENT_SETS}) were 12 % real" in why
+    assert why.startswith(
+        f"TD101 findings of the newest sets ({calibration.RECENT_SETS}) in files with a CPU"
+        " fallback that never call torch.save were 12 % real"
+    )
     assert measured("TD001", True)[1] == " in files with a CPU fallback"  # the window: TD101 only
 
 

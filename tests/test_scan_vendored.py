@@ -159,6 +159,9 @@ def test_fix_at_confidence_low_leaves_vendored_code_as_its_authors_wrote_it(tmp_
         ("archived_methods/train.py", "archived_methods"),
         ("archive_original_inference.py", None),  # a file, not a folder
         ("models/holdout/threshold.py", None),
+        ("legacy_api/client.py", None),  # names what its code does
+        ("backup_and_restore/run.py", None),
+        ("legacy/third_party/lib/x.py", "legacy/third_party"),  # still another project's
         ("golden/model.py", None),
     ],
 )

@@ -172,7 +172,7 @@ def measured(
         levels = levels[1:]
     recent = RECENT.get((rule, fallback, saves), (0, 0))
     if sum(recent) >= RECENT_ENOUGH:
-        return recent, f"{levels[0][1]} of the newest sets ({RECENT_SETS})"
+        return recent, f" of the newest sets ({RECENT_SETS}){levels[0][1]}"
     for keys, where in levels:
         m = _sum(keys)
         if sum(m) >= ENOUGH:

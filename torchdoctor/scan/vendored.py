@@ -33,9 +33,13 @@ VENDORED_DIRS = frozenset(
     | {"extern", "externals"}
 )
 
-# Folder names for code kept but no longer run, alone or before `_…`/`-…` (`old_version`)
+# Folder names for code kept but no longer run: the names alone, and the few longer forms the
+# corpora showed (`old_version`, `archived_methods`, `archive_legacy`); not `legacy_api/` or
+# `backup_and_restore/`, which name what the code does
 ARCHIVED_DIR = re.compile(
-    r"(legacy|archived?|archives|_?old|deprecated|backups?|bak|unused|obsolete)([_-].*)?", re.I
+    r"legacy|archived?|archives|_?old|deprecated|backups?|bak|unused|obsolete"
+    r"|old[_-]versions?|archived[_-]\w+|archive[_-](?:legacy|old)",
+    re.I,
 )
 
 # A cheap first look at each path (every name above holds one of these): most trees have none.
@@ -49,12 +53,14 @@ def _kept_apart(part: str) -> bool:
 
 
 def vendored_folder(relative: PurePath) -> str | None:
-    """The vendored (or archived) folder a file is in, by its path below the project's folder;
-    None if in none."""
+    """The vendored (else archived) folder a file is in, by its path below the project's
+    folder; None if in none. Another project's code kept in an old folder is still another
+    project's (`legacy/third_party/`): --fix leaves it alone."""
     folders = relative.parts[:-1]
-    for i, part in enumerate(folders):
-        if _kept_apart(part):
-            return "/".join(folders[: i + 1])
+    for kept in (lambda p: p.lower() in VENDORED_DIRS, _kept_apart):
+        for i, part in enumerate(folders):
+            if kept(part):
+                return "/".join(folders[: i + 1])
     return None
 
 

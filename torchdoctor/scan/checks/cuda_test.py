@@ -93,7 +93,23 @@ def _off(nodes: list) -> bool:
     node = nodes[0]
     if isinstance(node, ast.Call) and dotted(node.func).endswith("device") and node.args:
         node = node.args[0]
-    return isinstance(node, ast.Constant) and node.value in (False, None, 0, "cpu")
+    if not isinstance(node, ast.Constant):
+        return False
+    v = node.value
+    return v is False or v is None or v == "cpu" or (type(v) is int and v == 0)
+
+
+def _cuda_flag(nodes: list) -> bool:
+    """`True`, or a flag named for CUDA (`args.cuda`, `use_gpu`): what the pick turns on. Not
+    a number of workers or a learning rate (`4 if torch.cuda.is_available else 0`), which
+    crashes nothing."""
+    if len(nodes) != 1 or not isinstance(nodes[0], ast.expr):
+        return False
+    node = nodes[0]
+    if isinstance(node, ast.Constant):
+        return node.value is True
+    name = dotted(node).rsplit(".", 1)[-1].lower()
+    return "cuda" in name or "gpu" in name
 
 
 def on_test(ctx: Context, node: ast.If | ast.IfExp) -> None:
@@ -107,7 +123,8 @@ def on_test(ctx: Context, node: ast.If | ast.IfExp) -> None:
         if why is None:
             continue
         chosen, other = branches if positive else branches[::-1]
-        if not (_cuda_placement(ctx, chosen) or (why.endswith(UNCALLED) and _off(other))):
+        flag = why.endswith(UNCALLED) and _cuda_flag(chosen) and _off(other)
+        if not (_cuda_placement(ctx, chosen) or flag):
             continue
         fix = "test `torch.cuda.is_available()`"
         if why is MALLOC:

@@ -9,7 +9,7 @@ import re
 from itertools import pairwise
 from typing import Any
 
-from ..astutil import assigned_values, dotted, imported_names, parent_map
+from ..astutil import assigned_values, call_name, dotted, imported_names, parent_map
 from ..constants import author_tail, module_constants, project_relative, reexports
 from ..context import DEVICE_VARIABLE, Check, Context, catches
 from ..model import Edit
@@ -169,20 +169,31 @@ def _exchanged(ctx: Context, node: ast.Call) -> bool:
 
 
 def _other_branch(parents: dict[int, ast.AST], a: ast.AST, b: ast.AST) -> bool:
-    """Are `a` and `b` in the two branches of one `if`?"""
+    """Are `a` and `b` in the two branches of one `if` that asks whether a file exists, with no
+    loop around it (`if os.path.exists(cached): load … else: … save`)? Not the branches of
+    `if rank == 0: save … else: load`: that is the ranks' exchange itself."""
 
     def branches(node: ast.AST) -> dict[int, bool]:
-        """id(if) -> whether `node` is in its body, for each `if` around it."""
+        """id(if) -> whether `node` is in its body, for each existence test around it, up to
+        the first loop."""
         out: dict[int, bool] = {}
         child, up = node, parents.get(id(node))
-        while up is not None:
-            if isinstance(up, ast.If) and child is not up.test:
+        while up is not None and not isinstance(up, (ast.For, ast.AsyncFor, ast.While)):
+            if isinstance(up, ast.If) and child is not up.test and _asks_exists(up.test):
                 out[id(up)] = any(child is s for s in up.body)
             child, up = up, parents.get(id(up))
         return out
 
     first, second = branches(a), branches(b)
     return any(k in second and second[k] != v for k, v in first.items())
+
+
+def _asks_exists(test: ast.expr) -> bool:
+    """`os.path.exists(p)`, `p.is_file()`, `os.path.isfile(p) and not args.overwrite`."""
+    return any(
+        isinstance(n, ast.Call) and call_name(n) in ("exists", "isfile", "is_file")
+        for n in ast.walk(test)
+    )
 
 
 def _parameters(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
