@@ -161,6 +161,7 @@ def test_fix_at_confidence_low_leaves_vendored_code_as_its_authors_wrote_it(tmp_
         ("models/holdout/threshold.py", None),
         ("legacy_api/client.py", None),  # names what its code does
         ("backup_and_restore/run.py", None),
+        ("text_generation/old_python_files/train.py", "text_generation/old_python_files"),
         ("legacy/third_party/lib/x.py", "legacy/third_party"),  # still another project's
         ("golden/model.py", None),
     ],

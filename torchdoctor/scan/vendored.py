@@ -33,12 +33,12 @@ VENDORED_DIRS = frozenset(
     | {"extern", "externals"}
 )
 
-# Folder names for code kept but no longer run: the names alone, and the few longer forms the
-# corpora showed (`old_version`, `archived_methods`, `archive_legacy`); not `legacy_api/` or
-# `backup_and_restore/`, which name what the code does
+# Folder names for code kept but no longer run: the names alone, and the longer forms the
+# corpora showed (`old_version`, `old_python_files`, `archived_methods`, `archive_legacy`); not
+# `legacy_api/` or `backup_and_restore/`, which name what the code does
 ARCHIVED_DIR = re.compile(
     r"legacy|archived?|archives|_?old|deprecated|backups?|bak|unused|obsolete"
-    r"|old[_-]versions?|archived[_-]\w+|archive[_-](?:legacy|old)",
+    r"|old[_-]\w+|archived[_-]\w+|archive[_-](?:legacy|old)",
     re.I,
 )
 
