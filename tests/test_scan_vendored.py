@@ -190,3 +190,28 @@ def test_cuda_in_an_archived_legacy_folder_is_low_child_speech_emotion_recogniti
     (f,) = [f for f in result.findings if f.rule == "TD001" and "legacy" in f.path]
     assert f.grounds.startswith("archived code (legacy/)")
     assert vendored.not_edited(f, "legacy") is None  # the project's own code: --fix may edit it
+
+
+# DIPPI's trainer (blind set 344), as a copy would carry it: TD003 `high` in the project's own
+# code, by the file's reasoning alone
+SEVERAL_GPUS = """\
+import torch
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def train(model):
+    if torch.cuda.device_count() > 1:
+        model = torch.nn.DataParallel(model)
+    else:
+        print(torch.cuda.get_device_name(0))
+    return model.to(device)
+"""
+
+
+def test_what_one_files_reasoning_proves_is_lowered_in_vendored_code(tmp_path):
+    found = scan_tree(
+        tmp_path, {"third_party/t/train.py": SEVERAL_GPUS, "src/train.py": SEVERAL_GPUS}
+    )
+    td003 = {path: conf for path, _, rule, conf in found if rule == "TD003"}
+    assert td003 == {"src/train.py": "high", "third_party/t/train.py": "low"}

@@ -93,10 +93,16 @@ def vendored_files(files: Iterable[str], roots: Iterable[str], cwd: str | None) 
     return found
 
 
+# Rules whose proof is the tree's (a committed checkpoint that holds GPU tensors), not one
+# file's reasoning (TD003 given the file's own CPU pick, or in the `else:` of a test for several
+# GPUs), which is its authors' as the rest of their device code is
+TREE_PROVEN = frozenset(["TD101", "TD103"])
+
+
 def lowered(f: Finding, folder: str) -> Finding:
     """A finding of a vendored file at the confidence such code earns; one the tree proves (a
     committed checkpoint that holds GPU tensors) keeps its confidence and its evidence."""
-    if f.rule not in PORTABILITY or f.confidence == "low" or f.proven:
+    if f.rule not in PORTABILITY or f.confidence == "low" or (f.proven and f.rule in TREE_PROVEN):
         return f
     why = (
         f"archived code ({folder}/): a folder of code its project keeps but no longer runs"
