@@ -58,6 +58,9 @@ def test_the_else_of_an_availability_test_is_still_the_cpu_side():
         ("torch.cuda.device_count() == 2", True),
         ('torch.cuda.device_count() > 1 and config.get("multi_gpu", True)', True),
         ("torch.cuda.device_count() > 1 or torch.cuda.is_available()", False),
+        ("1 < torch.cuda.device_count()", True),
+        ("2 <= torch.cuda.device_count()", True),
+        ("1 > torch.cuda.device_count()", False),
         ("torch.cuda.device_count() > 0", False),  # false only with none: the CPU side
         ("torch.cuda.device_count() >= 1", False),
         ("torch.cuda.device_count() == 1", False),

@@ -87,6 +87,10 @@ def off_cuda_test(expr: ast.AST) -> bool:
     return compares(expr, (ast.NotEq, ast.IsNot), _cuda_literal)
 
 
+# `a < b` read as `b > a`
+_FLIPPED: dict[type, type] = {ast.Lt: ast.Gt, ast.LtE: ast.GtE, ast.Eq: ast.Eq}
+
+
 def several_gpus_test(expr: ast.AST) -> bool:
     """`torch.cuda.device_count() > 1` (or `>= 2`, `== 2`; a count kept in a name is not
     followed): false with one GPU and with none, so its `else:` is no CUDA guard. DIPPI's
@@ -98,6 +102,8 @@ def several_gpus_test(expr: ast.AST) -> bool:
     if not (isinstance(expr, ast.Compare) and len(expr.ops) == 1):
         return False
     left, op, right = expr.left, expr.ops[0], expr.comparators[0]
+    if isinstance(right, ast.Call) and type(op) in _FLIPPED:  # `1 < device_count()`
+        left, op, right = right, _FLIPPED[type(op)](), left
     if not (
         isinstance(left, ast.Call)
         and dotted(left.func).endswith("cuda.device_count")
