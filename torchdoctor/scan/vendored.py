@@ -48,8 +48,12 @@ _HINT = re.compile(
 )
 
 
+def _vendored_dir(part: str) -> bool:
+    return part.lower() in VENDORED_DIRS
+
+
 def _kept_apart(part: str) -> bool:
-    return part.lower() in VENDORED_DIRS or ARCHIVED_DIR.fullmatch(part) is not None
+    return _vendored_dir(part) or ARCHIVED_DIR.fullmatch(part) is not None
 
 
 def vendored_folder(relative: PurePath) -> str | None:
@@ -57,7 +61,7 @@ def vendored_folder(relative: PurePath) -> str | None:
     folder; None if in none. Another project's code kept in an old folder is still another
     project's (`legacy/third_party/`): --fix leaves it alone."""
     folders = relative.parts[:-1]
-    for kept in (lambda p: p.lower() in VENDORED_DIRS, _kept_apart):
+    for kept in (_vendored_dir, _kept_apart):
         for i, part in enumerate(folders):
             if kept(part):
                 return "/".join(folders[: i + 1])

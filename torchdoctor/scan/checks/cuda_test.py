@@ -83,14 +83,17 @@ def _cuda_placement(ctx: Context, nodes: list[ast.AST]) -> bool:
     return False
 
 
+def _one_value(nodes: list) -> ast.expr | None:
+    """The one expression of a branch of `a if t else b`; None for an `if` statement's body."""
+    return nodes[0] if len(nodes) == 1 and isinstance(nodes[0], ast.expr) else None
+
+
 def _off(nodes: list) -> bool:
     """The value a pick falls back to without CUDA: `False`, `None`, `0`, "cpu",
     `torch.device("cpu")`. Beside `torch.cuda.is_available` uncalled, the other side is
     never taken: PointNetGPD's `args.cuda = args.cuda if torch.cuda.is_available else False`
     keeps `--cuda` on a CPU machine, and its six scripts then call `.cuda()` (blind set 349)."""
-    if len(nodes) != 1 or not isinstance(nodes[0], ast.expr):
-        return False
-    node = nodes[0]
+    node = _one_value(nodes)
     if isinstance(node, ast.Call) and dotted(node.func).endswith("device") and node.args:
         node = node.args[0]
     if not isinstance(node, ast.Constant):
@@ -103,9 +106,9 @@ def _cuda_flag(nodes: list) -> bool:
     """`True`, or a flag named for CUDA (`args.cuda`, `use_gpu`): what the pick turns on. Not
     a number of workers or a learning rate (`4 if torch.cuda.is_available else 0`), which
     crashes nothing."""
-    if len(nodes) != 1 or not isinstance(nodes[0], ast.expr):
+    node = _one_value(nodes)
+    if node is None:
         return False
-    node = nodes[0]
     if isinstance(node, ast.Constant):
         return node.value is True
     name = dotted(node).rsplit(".", 1)[-1].lower()

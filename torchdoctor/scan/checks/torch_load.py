@@ -232,6 +232,8 @@ def _path_exprs(ctx: Context, node: ast.Call) -> list[ast.expr]:
 
 
 PATH_WRAPPERS = frozenset(["str", "os.fspath", "Path", "pathlib.Path"])
+# Calls whose arguments are each a whole part of a path (`os.path.join(folder, name)`)
+PATH_JOINS = frozenset(["join", "joinpath", "Path"])
 
 
 # `inspect.getfile(self.__init__)`: the loading code's own file, as `__file__` names it (the
@@ -271,9 +273,6 @@ def _joins_a_parameter(expr: ast.expr, params: set[str]) -> bool:
         if any(isinstance(p, ast.Name) and p.id in params for p in parts):
             return True
     return False
-
-
-PATH_JOINS = frozenset(["join", "joinpath", "Path"])
 
 
 # Calls that only assemble a path: two of them name the same file only if they read the same.
