@@ -86,7 +86,7 @@ def test_inspect_sarif_points_at_the_checkpoint_and_o_writes_it(tmp_path, ckpts)
     location = result["locations"][0]["physicalLocation"]["artifactLocation"]
     assert location == {"uri": "cuda_state_dict.pt", "uriBaseId": "%SRCROOT%"}
     assert _sarif_errors(log) == []
-    md = run_cli("inspect", str(ckpt), "--format", "markdown", cwd=tmp_path)
+    md = run_cli("inspect", str(ckpt), "--format", "markdown", cwd=tmp_path, env=NO_GPU)
     assert md.returncode == 1 and "`inspect.saved-on-missing-device`" in md.stdout
 
 

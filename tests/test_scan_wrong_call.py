@@ -121,7 +121,11 @@ def test_the_installed_torch_agrees():
     for call in (torch.cuda.amp.autocast, torch.cpu.amp.autocast):
         with pytest.raises(TypeError, match="unexpected keyword argument 'device_type'"):
             call(device_type="cpu", enabled=False)
+    release = tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2])
     for kind, moved in MOVED.items():
         backend, module = getattr(torch.backends, kind), getattr(torch, kind)
         assert not [n for n in moved if hasattr(backend, n)], kind
-        assert [n for n in moved if not callable(getattr(module, n, None))] == [], kind
+        # torch.mps.load_metallib is in 2.13.0 and not in 2.11.0 (the lent H200's torch, where
+        # this test failed); torch.backends.mps has it in neither, so the finding holds there
+        newer = {"load_metallib"} if kind == "mps" and release < (2, 13) else set()
+        assert {n for n in moved if not callable(getattr(module, n, None))} <= newer, kind

@@ -10,8 +10,6 @@ once more, at the next bytecode outside the callback.
 Only builtin modules are imported here: ``__main__`` imports this before anything else loads.
 """
 
-from __future__ import annotations
-
 import _thread
 import signal
 import sys
