@@ -4,13 +4,16 @@ tests/facts/device_claims/ holds three recordings of the same snippets: a CPU-on
 (this machine; what every Mac has), torch 2.11.0+cu130 on an H200 with the GPU hidden
 (CUDA_VISIBLE_DEVICES=''), and the same torch with the H200 visible (lent once, 2026-11-26).
 Both CUDA recordings were made again on an H100 (2026-11-27) with the TD008 snippets added: every
-earlier snippet gave the same outcome there.
+earlier snippet gave the same outcome there. cuda-gpu-mixes.json holds TD303's atlas of 62
+cross-device mixes, recorded on an H200 (2026-11-28).
 A rule that says "this raises" must agree with what raised; one that stays quiet, with what ran.
 """
 
 from __future__ import annotations
 
 import json
+import re
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -70,24 +73,24 @@ def test_td003_flags_exactly_the_torch_cuda_calls_that_raised(name):
     assert flagged == _raises_without_cuda(name), (name, code, CPU[name], NO_GPU.get(name))
 
 
-# TD303 across devices: the same expressions, written as a function would write them.
-MIXES = {
-    "td303.cpu_1d_plus_cuda": "a = torch.ones(3)\n    return a + x",
-    "td303.cpu_0dim_plus_cuda": "a = torch.tensor(2.0)\n    return a + x",
-    "td303.cat_cpu_cuda": "a = torch.ones(3)\n    return torch.cat([a, x])",
-    "td303.matmul_cpu_cuda": "a = torch.ones(2, 2)\n    return a @ x",
-}
+MIXES = json.loads((CLAIMS / "cuda-gpu-mixes.json").read_text())
+assert MIXES["mode"] == "cuda-gpu-mixes"
 
 
-@pytest.mark.parametrize("name", sorted(MIXES))
-def test_td303_flags_the_mixes_that_raised_on_the_gpu(name):
-    """'Expected all tensors to be on the same device, but found at least two devices, cuda:0
-    and cpu!' was raised on the H200 by a 1-d CPU tensor, never by a 0-dim one."""
-    src = f"def f(x):\n    x = x.to('cuda:0')\n    {MIXES[name]}"
-    raised = not GPU[name]["ok"]
+@pytest.mark.parametrize("name", sorted(MIXES["claims"]))
+def test_td303_flags_exactly_the_cross_device_mixes_that_raised_on_the_h200(name):
+    """Each body of scripts/device_claims.py's MIXES ran on the H200 with `x` on the GPU and
+    `c` from a factory without `device=`. Scanned as a function that moved `x` there, TD303
+    must flag exactly those that raised: `x < c`, `x.index_select(0, c)`, `F.cross_entropy(x,
+    c)`, `torch.clamp(x, min=torch.tensor(0.0))` and `c[x > 0]` raised and were missed before
+    this recording; `x[c]`, `x[:2] = c`, `x.copy_(c)` and a 0-dim `c` ran."""
+    claim = MIXES["claims"][name]
+    body = claim["code"].split("\n", 1)[1]  # after the prelude that put x on the GPU
+    src = "def f(x):\n    x = x.to('cuda:0')\n" + textwrap.indent(body, "    ")
+    raised = not claim["ok"]
     if raised:
-        assert "same device" in GPU[name]["error"]
-    assert ("TD303" in _rules(src)) == raised, (name, GPU[name])
+        assert re.search(r"same device|indices should be|to have cuda:0 Device", claim["error"])
+    assert ("TD303" in _rules(src)) == raised, (name, claim)
 
 
 def test_td403_numpy_of_a_cuda_tensor_raised_and_after_cpu_did_not():

@@ -147,6 +147,10 @@ POSITIVE = {
         "def f(x, device, s):\n    x = x.to(device)\n    noise = torch.randn(x.shape) * s\n"
         "    return x + noise",
         "def f(x):\n    x = x.cuda()\n    return torch.cat([x, torch.zeros(3, 4)])",
+        # a module moved to the GPU, given a CPU tensor: 'mat1 is on cpu' (recorded on the H200)
+        "def f(net, device):\n    m = net.to(device)\n    return m(torch.ones(1, 3))",
+        # a name still on the GPU after a shape change: `c = c.unsqueeze(1)`
+        "def f(a):\n    c = a.to('cuda')\n    c = c.unsqueeze(1)\n    return c < torch.rand(3)",
     ],
 }
 
@@ -300,6 +304,22 @@ NEGATIVE = {
         "    return x + n",
         "def f(x):\n    return x + torch.randn(3)",  # nothing placed here: unknown
         "def f(x, device):\n    x = x.to(device)\n    return x * torch.tensor(0.5)",  # 0-dim
+        # offline-NeRF-based-NBV DistAgent.py (blind set 323): torch.tensor of a CUDA tensor
+        # copies it on the GPU
+        "def f(a, b):\n    c = torch.tensor(a).to('cuda')\n    c = c.unsqueeze(1)\n"
+        "    r = b.to('cuda')\n    return torch.concat((r, torch.tensor(c).squeeze()), dim=1)",
+        # Segment-Anything-in-NeRF sam_model.py (set 367): `.to(p.device)` of a CPU `p`
+        "def f(p, cx, fx):\n    p = torch.from_numpy(p).to(torch.long)\n"
+        "    coords = p - torch.tensor([[cx, cx]]).to(p.device)\n"
+        "    coords /= torch.tensor([[fx, -fx]])\n    return coords",
+        # BirdCLEF residual_ssm_config_sweep.py (set 368): the probe's device is the CPU
+        "def f(net, a):\n    device = torch.device('cpu')\n    m = net.to(device)\n"
+        "    t = torch.tensor(a, dtype=torch.float32)\n    return m(t)",
+        # Stock-Prediction cache_embeddings.py (set 330): the padding meets the loop's CPU rows;
+        # the batch is moved after
+        "def f(self, rows, n):\n    out = []\n    for r in rows:\n"
+        "        pad = torch.zeros(n - r.shape[0])\n        r = torch.cat([r, pad])\n"
+        "        out.append(r)\n    return torch.stack(out).to(self.device)",
     ],
 }
 

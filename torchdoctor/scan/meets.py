@@ -3,10 +3,11 @@
 Recorded on an H200 (`scripts/device_claims.py --mixes`, tests/facts/device_claims/
 cuda-gpu-mixes.json): a CPU tensor beside a GPU tensor raises "Expected all tensors to be on the
 same device" in arithmetic (`%` too), comparisons, in-place updates (`x += c`), the functions and
-methods of MEETING, and as the values stored at tensor indices (`x[idx] = c`); a CPU tensor
-indexed by a GPU one raises too. It does not as an index into the GPU tensor (`x[c]`, `x[c] =
-0`), copied into it (`x[:2] = c`, `x.copy_(c)`), nor when it is 0-dim (a scalar), except as
-clamp's bound (`torch.clamp(x, min=torch.tensor(0.0))` raised)."""
+methods of MEETING, as the input of a module on the GPU (`model(c)`) and as the values stored at
+tensor indices (`x[idx] = c`); a CPU tensor indexed by a GPU one raises too. It does not as an
+index into the GPU tensor (`x[c]`, `x[c] = 0`), copied into it (`x[:2] = c`, `x.copy_(c)`), nor
+when it is 0-dim (a scalar), except as clamp's bound (`torch.clamp(x, min=torch.tensor(0.0))`
+raised)."""
 
 from __future__ import annotations
 
@@ -24,8 +25,8 @@ MEETING = frozenset([
     "remainder", "fmod", "pow", "maximum", "minimum", "fmax", "fmin", "atan2", "hypot",
     "eq", "ne", "lt", "le", "gt", "ge", "greater", "less", "isclose", "allclose",
     "logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor",
-    "where", "gather", "scatter", "scatter_add", "scatter_reduce", "index_select", "index_add",
-    "index_copy", "masked_fill", "masked_select", "masked_scatter", "take_along_dim",
+    "equal", "where", "gather", "scatter", "scatter_add", "scatter_reduce", "index_select",
+    "index_add", "index_copy", "index_fill", "masked_fill", "masked_select", "masked_scatter", "take_along_dim",
     "lerp", "addcmul", "addcdiv", "dot", "vdot", "inner", "outer", "ger", "einsum", "matmul",
     "mm", "bmm", "mv", "addmm", "baddbmm", "cdist", "cross", "dist",
     "cat", "concat", "concatenate", "stack", "hstack", "vstack", "dstack", "column_stack",
@@ -43,12 +44,14 @@ COMPARING = (ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq)
 class Meet:
     """One computation: `sides` must share a device. `indexed`: sides[0] is a tensor indexed by
     the rest (only a CPU sides[0] with a device index raises). `bounds`: a clamp's bounds, where
-    a 0-dim CPU tensor raises too."""
+    a 0-dim CPU tensor raises too. `called`: `model(c)`, positional inputs only (a pipeline's
+    keyword `latents=` is moved by the pipeline)."""
 
     node: ast.AST
     sides: tuple[ast.expr, ...]
     indexed: bool = False
     bounds: bool = False
+    called: bool = False  # sides[0] is called with the rest: a module on a device, its input
 
 
 def _elements(arg: ast.expr) -> list[ast.expr]:
@@ -62,6 +65,8 @@ def _call_meet(ctx: Context, node: ast.Call) -> Meet | None:
         name, receiver = torch_name.rsplit(".", 1)[-1], []
     elif isinstance(func, ast.Attribute):
         name, receiver = func.attr, [func.value]
+    elif isinstance(func, ast.Name):
+        return Meet(node, (func, *node.args), called=True) if node.args else None
     else:
         return None
     name = name.rstrip("_")  # `x.add_(c)`, `x.masked_fill_(c, 0)`
