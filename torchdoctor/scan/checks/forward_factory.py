@@ -7,6 +7,7 @@ import re
 
 from ..astutil import dotted, names, only_harmless_uses, own_nodes
 from ..context import Check, Context
+from ..meets import Meet, meetings
 from .module_attribute import is_scalar_factory
 
 # Factories that take device= and are the usual way to make a tensor inside forward.
@@ -41,17 +42,25 @@ def _assigned_to(f: ast.AST, node: ast.Call) -> tuple[str, ast.Assign] | None:
     return None
 
 
-def _moved_later(ctx: Context, node: ast.Call) -> bool:
-    """`idx = torch.arange(n)` … `idx = idx.to(x.device)` / `idx.type_as(x)` in the same
-    function: the tensor reaches the right device before it meets the model's. Or it is only
-    used as an index, iterated or compared, where a CPU tensor is fine."""
+def _harmless_uses(ctx: Context, node: ast.Call) -> bool:
+    """Every use of the factory's name is one where a CPU tensor is fine: an index, a loop, a
+    comparison (astutil.only_harmless_uses)."""
     f = ctx.func
     found = _assigned_to(f.node, node) if f is not None else None
     if f is None or found is None:
         return False
     target, assign = found
-    if only_harmless_uses(f.node, lambda n: isinstance(n, ast.Name) and n.id == target, assign):
-        return True
+    return only_harmless_uses(f.node, lambda n: isinstance(n, ast.Name) and n.id == target, assign)
+
+
+def _moved(ctx: Context, node: ast.Call) -> bool:
+    """`idx = torch.arange(n)` … `idx = idx.to(x.device)` / `idx.type_as(x)` in the same
+    function: the tensor reaches the right device before it meets the model's."""
+    f = ctx.func
+    found = _assigned_to(f.node, node) if f is not None else None
+    if f is None or found is None:
+        return False
+    target = found[0]
     return any(
         isinstance(sub, ast.Call)
         and isinstance(sub.func, ast.Attribute)
@@ -64,11 +73,6 @@ def _moved_later(ctx: Context, node: ast.Call) -> bool:
 
 # What a tensor's value does not flow through: its shape, dtype, device, a length.
 META = frozenset(["shape", "dtype", "device", "ndim", "size", "dim", "len", "numel"])
-# torch functions that combine their tensor arguments in one computation.
-COMBINING = frozenset([
-    "cat", "concat", "stack", "hstack", "vstack", "where", "matmul", "bmm", "mm", "einsum", "add",
-    "mul", "sub", "div", "maximum", "minimum", "lerp", "addcmul",
-])  # fmt: skip
 
 
 def _built_on(expr: ast.expr, node: ast.AST, name: str | None) -> bool:
@@ -112,22 +116,18 @@ def _reads(expr: ast.AST, names_: set[str]) -> bool:
     return False
 
 
-def _combinations(ctx: Context, f: ast.AST):
-    """The operands of each computation in the function that combines tensors: both sides of
-    an arithmetic operator, the tensors given to `torch.cat`/`stack`/`where`…"""
-    for n in own_nodes(list(f.body)):  # type: ignore[attr-defined]
-        if isinstance(n, ast.BinOp):
-            yield [n.left, n.right]
-        elif isinstance(n, ast.Call) and dotted(n.func).rsplit(".", 1)[-1] in COMBINING:
-            sides = [
-                e for a in n.args for e in (a.elts if isinstance(a, (ast.List, ast.Tuple)) else [a])
-            ]
-            if isinstance(n.func, ast.Attribute) and not ctx.is_torch(n.func.value):
-                sides.append(n.func.value)  # `h.add(torch.ones(n))`
-            yield sides
+def _combinations(ctx: Context, f: ast.AST) -> list[Meet]:
+    """The operands of each computation in the function whose tensors must share a device
+    (scan/meets.py, as a GPU refused them); for an index, only the indexed tensor and its
+    index (a CPU tensor indexed by a device one raises, the other way round does not)."""
+    out = []
+    for meet in meetings(ctx, f):
+        if not meet.called:  # forward calls its submodules with its own tensors
+            out.append(meet)
+    return out
 
 
-def _meets_input(ctx: Context, node: ast.Call) -> bool:
+def _meets_input(ctx: Context, node: ast.Call, scalar: bool = False) -> bool:
     """Is the factory's result combined with forward's inputs in one computation (`x +
     torch.randn(n)`, `torch.cat([h, torch.zeros(b, 1)])`, directly or through the name it is
     assigned to)? That is the crash on a GPU. A factory that meets no input (an index, a
@@ -148,8 +148,13 @@ def _meets_input(ctx: Context, node: ast.Call) -> bool:
         ctx.memo[key] = (_inputs(f.node), list(_combinations(ctx, f.node)))
     inputs, combinations = ctx.memo[key]
     inputs = inputs - {target}
-    for sides in combinations:
-        if any(ours(s) for s in sides) and any(not ours(s) and _reads(s, inputs) for s in sides):
+    for meet in combinations:
+        sides = meet.sides
+        if (scalar and not meet.bounds) or not any(ours(s) for s in sides):
+            continue  # a 0-dim tensor meets any device, except as clamp's bound
+        if meet.indexed and not ours(sides[0]):
+            continue  # `x[torch.arange(n)]`: a CPU index into the input is fine
+        if any(not ours(s) and _reads(s, inputs) for s in sides):
             return True
     return False
 
@@ -172,18 +177,28 @@ def on_call(ctx: Context, node: ast.Call) -> None:
         return
     if any(k.arg in ("device", None) for k in node.keywords) or id(node) in ctx.placed:
         return
-    if is_scalar_factory(func.attr, node) or _compared_with_numbers(ctx, node):
+    if _compared_with_numbers(ctx, node):
+        return
+    if is_scalar_factory(func.attr, node):
+        if _meets_input(ctx, node, scalar=True):  # `x.clamp(min=torch.tensor(0.0))`
+            _report(ctx, node, func, meets=True)
         return
     if isinstance(ctx.parents.get(id(node)), ast.Subscript):
         return  # `x[torch.arange(b), idx]`: CPU indices work on tensors on any device
     if ctx.then.get(id(node)) == "cpu":
         return  # `torch.zeros(…).cpu()`: put on the CPU on purpose (Real-Time-Voice-Cloning)
-    if _moved_later(ctx, node) or _position_table(ctx):
+    if _moved(ctx, node) or _position_table(ctx):
         return
+    meets = _meets_input(ctx, node)
+    if not meets and _harmless_uses(ctx, node):
+        return  # an index, a loop, a comparison with no input: fine on the CPU
+    _report(ctx, node, func, meets)
+
+
+def _report(ctx: Context, node: ast.Call, func: ast.Attribute, meets: bool) -> None:
     hint = f"{dotted(func)}(…, device=x.device) for an input x"
     if func.attr in LIKE_FACTORIES:
         hint += f", or torch.{func.attr}_like(x)"
-    meets = _meets_input(ctx, node)
     ctx.report(
         "TD302",
         node,
