@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import operator
 import re
 from collections.abc import Callable, Iterator
 
@@ -87,38 +88,54 @@ def off_cuda_test(expr: ast.AST) -> bool:
     return compares(expr, (ast.NotEq, ast.IsNot), _cuda_literal)
 
 
-# `a < b` read as `b > a`
-_FLIPPED: dict[type, type] = {ast.Lt: ast.Gt, ast.LtE: ast.GtE, ast.Eq: ast.Eq}
+_COUNT_OPS = {
+    ast.Gt: operator.gt, ast.GtE: operator.ge, ast.Lt: operator.lt, ast.LtE: operator.le,
+    ast.Eq: operator.eq, ast.NotEq: operator.ne,
+}  # fmt: skip
+# `a op b` read as `b op' a`
+_MIRRORED: dict[type, type] = {
+    ast.Lt: ast.Gt, ast.Gt: ast.Lt, ast.LtE: ast.GtE, ast.GtE: ast.LtE, ast.Eq: ast.Eq,
+    ast.NotEq: ast.NotEq,
+}  # fmt: skip
 
 
-def several_gpus_test(expr: ast.AST) -> bool:
-    """`torch.cuda.device_count() > 1` (or `>= 2`, `== 2`; a count kept in a name is not
-    followed): false with one GPU and with none, so its `else:` is no CUDA guard. DIPPI's
-    trainers print `torch.cuda.get_device_name(0)` there and raise on the CPU they fall back
-    to (blind set 344), its test `… > 1 and config.get("multi_gpu", True)`: an `and` is false
-    wherever one side is."""
-    if isinstance(expr, ast.BoolOp) and isinstance(expr.op, ast.And):
-        return any(map(several_gpus_test, expr.values))
+def _counts_gpus(expr: ast.AST) -> bool:
+    return isinstance(expr, ast.Call) and dotted(expr.func).endswith("cuda.device_count")
+
+
+def without_gpu(expr: ast.AST) -> bool | None:
+    """The value of a test that only counts GPUs on a machine with none (`device_count()` is
+    0 there): `torch.cuda.device_count() < 2` and `not torch.cuda.device_count()` are true, so
+    their body runs without CUDA; `… > 0` and `… == 1` are false, so their `else:` does.
+    None for any other test, or an `and`/`or` its other parts leave open."""
+    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Not):
+        value = without_gpu(expr.operand)
+        return None if value is None else not value
+    if isinstance(expr, ast.BoolOp):
+        values = [without_gpu(v) for v in expr.values]
+        decisive = isinstance(expr.op, ast.Or)  # True decides an `or`, False an `and`
+        if decisive in values:
+            return decisive
+        return (not decisive) if all(v is (not decisive) for v in values) else None
+    if _counts_gpus(expr):
+        return False
     if not (isinstance(expr, ast.Compare) and len(expr.ops) == 1):
-        return False
-    left, op, right = expr.left, expr.ops[0], expr.comparators[0]
-    if isinstance(right, ast.Call) and type(op) in _FLIPPED:  # `1 < device_count()`
-        left, op, right = right, _FLIPPED[type(op)](), left
-    if not (
-        isinstance(left, ast.Call)
-        and dotted(left.func).endswith("cuda.device_count")
-        and isinstance(right, ast.Constant)
-        and type(right.value) is int
-    ):
-        return False
-    return (isinstance(op, ast.Gt) and right.value >= 1) or (
-        isinstance(op, (ast.GtE, ast.Eq)) and right.value >= 2
-    )
+        return None
+    left, op, right = expr.left, type(expr.ops[0]), expr.comparators[0]
+    if _counts_gpus(right) and op in _MIRRORED:
+        left, op, right = right, _MIRRORED[op], left
+    count = right.value if isinstance(right, ast.Constant) else None
+    if _counts_gpus(left) and op in _COUNT_OPS and type(count) is int:
+        return bool(_COUNT_OPS[op](0, count))
+    return None
 
 
 def is_guard(expr: ast.AST) -> bool:
     if off_cuda_test(expr):
         return False
+    counted = without_gpu(expr)
+    if counted is not None:
+        return not counted  # its body runs with no GPU exactly when the test holds there
     hits = [n for n in names(expr) if GUARD_WORD.search(n)]
     if any(GUARD_WORD.search(CPU_WORD.sub("", n)) for n in hits):
         return True  # a CUDA/GPU/device word besides any CPU one
@@ -127,9 +144,15 @@ def is_guard(expr: ast.AST) -> bool:
 
 def is_guard_else(expr: ast.AST) -> bool:
     """The same test, for the code that runs when it is false (an `else:`, or what follows an
-    early `return`): a guard all the same; guards.py tells the two apart for TD004. Not the
-    `else:` of a test for several GPUs: it runs on one GPU and on none."""
-    return any(GUARD_WORD.search(n) for n in names(expr)) and not several_gpus_test(expr)
+    early `return`): a guard all the same; guards.py tells the two apart for TD004. Not where
+    a GPU count sends the machines with none (`without_gpu`): the `else:` of `if
+    torch.cuda.device_count() > 1:` runs on one GPU and on none (DIPPI's trainers print
+    `torch.cuda.get_device_name(0)` there and raise on the CPU they fall back to, blind set
+    344)."""
+    counted = without_gpu(expr)
+    if counted is not None:
+        return counted  # `if torch.cuda.device_count() > 1: … else:` runs with none
+    return any(GUARD_WORD.search(n) for n in names(expr))
 
 
 def dotted(node: ast.AST) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import re
 
-from ..astutil import assigned_values, bindings, dotted, several_gpus_test
+from ..astutil import assigned_values, bindings, dotted, without_gpu
 from ..context import Check, Context
 
 # The torch.cuda calls that raise without CUDA: 'Torch not compiled with CUDA enabled' on a
@@ -62,8 +62,8 @@ def on_call(ctx: Context, node: ast.Call) -> None:
         ctx.report(
             "TD003",
             node,
-            f"`torch.cuda.{fn}()` in the `else:` of a test for several GPUs, which also runs "
-            "with none: on the CPU this file falls back to, the call raises",
+            f"`torch.cuda.{fn}()` in a branch of a GPU count that also runs with no GPU: on "
+            "the CPU this file falls back to, the call raises",
             "test `torch.cuda.is_available()` before it (or use torch.accelerator)",
             why="the branch runs with no GPU, in a file that picks the CPU then",
             proven=True,
@@ -85,8 +85,10 @@ def on_call(ctx: Context, node: ast.Call) -> None:
 
 
 def _one_gpu_or_none(ctx: Context) -> bool:
-    """Is the call in the `else:` of `if torch.cuda.device_count() > 1:`?"""
-    return any(t is not None and not t[1] and several_gpus_test(t[0]) for t in ctx.tests_around())
+    """Is the call in a branch a GPU count sends machines with none to: the `else:` of `if
+    torch.cuda.device_count() > 1:` (or `> 0`), the body of `if torch.cuda.device_count() <
+    2:`?"""
+    return any(t is not None and without_gpu(t[0]) is t[1] for t in ctx.tests_around())
 
 
 def _given_the_fallback(ctx: Context, node: ast.Call) -> bool:
