@@ -312,6 +312,8 @@ NEGATIVE = {
         "def f(p, cx, fx):\n    p = torch.from_numpy(p).to(torch.long)\n"
         "    coords = p - torch.tensor([[cx, cx]]).to(p.device)\n"
         "    coords /= torch.tensor([[fx, -fx]])\n    return coords",
+        # a whole reduction of the CPU tensor is 0-dim: fine beside the GPU tensor
+        "def f(x, device):\n    x = x.to(device)\n    w = torch.ones(3)\n    return x * w.sum()",
         # BirdCLEF residual_ssm_config_sweep.py (set 368): the probe's device is the CPU
         "def f(net, a):\n    device = torch.device('cpu')\n    m = net.to(device)\n"
         "    t = torch.tensor(a, dtype=torch.float32)\n    return m(t)",
@@ -421,3 +423,13 @@ def test_fix_detach_and_pin_memory():
     )
     assert "out.detach().cpu().numpy()" in new
     assert "pin_memory=torch.cuda.is_available()" in new
+
+
+@pytest.mark.parametrize(("meet", "shown"), [("x * w", True), ("x * w.sum()", False)])
+def test_td302_a_whole_reduction_of_the_factory_is_0_dim(meet: str, shown: bool) -> None:
+    """`w.sum()` of a CPU tensor is 0-dim, and every 0-dim CPU tensor recorded beside a GPU
+    tensor on the H200 ran (tests/facts/device_claims/cuda-gpu-mixes.json): shown only for
+    `x * w`."""
+    src = MODULE.format(init="pass", forward=f"w = torch.ones(3)\n        x = {meet}")
+    found, _ = scan_source("m.py", textwrap.dedent(src), ScanOptions(confidence="low"))
+    assert [(f.rule, f.confidence != "low") for f in found] == [("TD302", shown)]

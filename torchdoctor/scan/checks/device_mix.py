@@ -13,7 +13,7 @@ import ast
 from ..astutil import own_nodes
 from ..context import Check, Context
 from ..meets import meetings
-from .forward_factory import FORWARD_FACTORIES, LIKE_FACTORIES
+from .forward_factory import FORWARD_FACTORIES, LIKE_FACTORIES, REDUCING
 from .module_attribute import is_scalar_factory
 from .numpy_call import _last_assigned, _on_device, _placement
 
@@ -41,9 +41,13 @@ def _factory_name(ctx: Context, node: ast.Call) -> tuple[str, bool] | None:
     return func.attr, is_scalar_factory(func.attr, node)
 
 
-def _root(expr: ast.expr) -> ast.expr:
-    """`expr` without the subscripts, signs and device-keeping methods around its tensor."""
+def _root(expr: ast.expr, whole: bool = True) -> ast.expr:
+    """`expr` without the subscripts, signs and device-keeping methods around its tensor.
+    `whole=False` stops at a whole reduction (`c.sum()`): a 0-dim tensor, fine beside any
+    device."""
     while True:
+        if not whole and _whole_reduction(expr):
+            return expr
         if isinstance(expr, ast.Subscript):
             expr = expr.value
         elif isinstance(expr, ast.UnaryOp) and isinstance(expr.op, (ast.USub, ast.UAdd)):
@@ -58,6 +62,16 @@ def _root(expr: ast.expr) -> ast.expr:
             expr = expr.func.value
         else:
             return expr
+
+
+def _whole_reduction(expr: ast.expr) -> bool:
+    return (
+        isinstance(expr, ast.Call)
+        and isinstance(expr.func, ast.Attribute)
+        and expr.func.attr in REDUCING
+        and not expr.args
+        and not expr.keywords
+    )
 
 
 def _device_of(expr: ast.expr) -> ast.expr | None:
@@ -202,7 +216,7 @@ def on_call(ctx: Context, node: ast.Call) -> None:
         return
 
     def is_it(e: ast.expr) -> bool:
-        e = _root(e)
+        e = _root(e, whole=False)
         if isinstance(e, ast.BinOp):  # `c * 2` is still the factory's CPU tensor
             return is_it(e.left) or is_it(e.right)
         if e is node:

@@ -73,6 +73,8 @@ def _moved(ctx: Context, node: ast.Call) -> bool:
 
 # What a tensor's value does not flow through: its shape, dtype, device, a length.
 META = frozenset(["shape", "dtype", "device", "ndim", "size", "dim", "len", "numel"])
+# Reductions that, called whole (`c.sum()`), give a 0-dim tensor: fine beside any device.
+REDUCING = frozenset(["sum", "mean", "prod", "norm"])
 
 
 def _built_on(expr: ast.expr, node: ast.AST, name: str | None) -> bool:
@@ -82,7 +84,8 @@ def _built_on(expr: ast.expr, node: ast.AST, name: str | None) -> bool:
         if expr is node or (isinstance(expr, ast.Name) and expr.id == name):
             return True
         if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
-            if expr.func.attr in META:
+            whole = expr.func.attr in REDUCING and not expr.args and not expr.keywords
+            if expr.func.attr in META or whole:
                 return False
             expr = expr.func.value
         elif isinstance(expr, ast.Subscript):
