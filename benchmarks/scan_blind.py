@@ -337,6 +337,13 @@ KIND_RULES: dict[str, frozenset[str]] = {
     # set 365, before its scoring: `.grad` of a tensor rebound to its device copy (a non-leaf),
     # as to-device-non-leaf-param: no rule reads it
     "grad-of-moved-leaf": frozenset(),
+    # Kinds of sets 372-379, mapped before the scan was run on them. A model loaded onto the
+    # CPU and never moved, given the inputs sent to `device`: no rule reads a loaded model.
+    "cpu-load-not-moved": frozenset(),
+    # `"cuda:1"` picked whenever CUDA is there: a hard-coded device string
+    "hardcoded-cuda-index": frozenset({"TD002"}),
+    # a schedule tensor kept on the CPU (no buffer) indexed with GPU timesteps
+    "cpu-buffer-device-index": frozenset({"TD301", "TD303"}),
 }
 # Label rows the labeller gave one root cause (method.md): recall is also counted per root.
 ONE_ROOT = {("lllyasviel/Fooocus", "ldm_patched/modules/model_management.py")}
