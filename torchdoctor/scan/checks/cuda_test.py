@@ -141,4 +141,31 @@ def on_test(ctx: Context, node: ast.If | ast.IfExp) -> None:
         )
 
 
-CHECK = Check(rules=("TD006",), words=("cuda",), on_test=on_test)
+def on_call(ctx: Context, node: ast.Call) -> None:
+    """`{torch.has_cuda: "cuda", torch.has_mps: "mps"}.get(True, "cpu")`: a pick written as a
+    dict keyed by tests, the first true one's device taken (fast-style-transfer's scripts,
+    blind set 377)."""
+    func = node.func
+    if not (
+        isinstance(func, ast.Attribute)
+        and isinstance(func.value, ast.Dict)
+        and node.args
+        and isinstance(node.args[0], ast.Constant)
+        and node.args[0].value is True
+    ):
+        return
+    for key, value in zip(func.value.keys, func.value.values, strict=True):
+        why = _why(ctx, key) if key is not None else None
+        if why is not None and _cuda_placement(ctx, [value]):
+            ctx.report(
+                "TD006",
+                key,
+                f"{why}; so this picks CUDA where it is absent and raises 'Torch not compiled "
+                "with CUDA enabled' or 'Found no NVIDIA driver'",
+                "key the pick on `torch.cuda.is_available()`",
+            )
+
+
+CHECK = Check(
+    rules=("TD006",), words=("cuda",), calls=frozenset(["get"]), on_call=on_call, on_test=on_test
+)

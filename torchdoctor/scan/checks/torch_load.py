@@ -57,6 +57,10 @@ def _last_arg(node: ast.Call) -> ast.expr:
 
 
 def _cpu_only_state(ctx: Context, node: ast.Call) -> bool:
+    if ctx.then.get(id(node)) == "numpy":
+        # `torch.load(p).numpy()`: a CUDA tensor's .numpy() raises, so the author's file holds
+        # CPU tensors (plai-group's CARLA videos, blind set 378)
+        return True
     path = path_argument(node, 0, "f")
     texts = [ast.unparse(path)] if path is not None else []
     parent = ctx.parents.get(id(node))
@@ -316,7 +320,8 @@ def _in_same_run(ctx: Context, node: ast.Call) -> bool:
             for n in ast.walk(scope)
             if isinstance(n, ast.Call) and dotted(n.func).endswith("torch.save") and len(n.args) > 1
         ]
-        handed = _handed_model_and_path(scope)
+        f = ctx.func
+        handed = _handed_model_and_path(scope, bool(f and f.cls and f.cls.is_module))
         ctx.memo[key] = (saves, handed, parent_map(scope) if saves or handed else {})
     saves, handed, parents = ctx.memo[key]
     path = path_argument(node, 0, "f")
@@ -328,7 +333,7 @@ def _in_same_run(ctx: Context, node: ast.Call) -> bool:
         for save in saves
     ):
         return True
-    built_from = _path_names(scope, path)
+    built_from = _path_names(scope, path) | {f"={ast.unparse(path)}"} if path is not None else set()
     return any(name in built_from and _saved_before(parents, call, node) for call, name in handed)
 
 
@@ -336,13 +341,14 @@ def _in_same_run(ctx: Context, node: ast.Call) -> bool:
 MODEL_WORD = re.compile(r"(^|[._])(model|net|network|actor|critic|policy|module)s?($|[._])", re.I)
 
 
-def _handed_model_and_path(scope: ast.AST) -> list[tuple[ast.Call, str]]:
+def _handed_model_and_path(scope: ast.AST, self_is_model: bool) -> list[tuple[ast.Call, str]]:
     """Calls in a loop that are handed a model and a plain name besides: a checkpointing
     helper given the folder or file it writes (Time-Series-Library's `early_stopping(
     vali_loss, self.model, path)`, whose EarlyStopping saves `path/checkpoint.pth`; the
     train() after it reloads that file in the same run: eight repositories of blind sets
     163-257, every such load labelled same-run)."""
     found = []
+    built = _built_with(scope)
     for loop in ast.walk(scope):
         if not isinstance(loop, LOOPS):
             continue
@@ -350,10 +356,35 @@ def _handed_model_and_path(scope: ast.AST) -> list[tuple[ast.Call, str]]:
             if not isinstance(call, ast.Call):
                 continue
             args = [*call.args, *(k.value for k in call.keywords)]
-            if not any(MODEL_WORD.search(dotted(a)) for a in args):
+            if not any(MODEL_WORD.search(dotted(a)) or _self_model(a, self_is_model) for a in args):
                 continue
-            found += [(call, a.id) for a in args if isinstance(a, ast.Name)]
+            # not `self`: the model handed over, not a path (`self.best_path` is no `self`)
+            found += [(call, a.id) for a in args if isinstance(a, ast.Name) and a.id != "self"]
+            if isinstance(call.func, ast.Name):  # the helper built with its path
+                found += [(call, f"={text}") for text in built.get(call.func.id, ())]
     return found
+
+
+def _self_model(arg: ast.expr, self_is_model: bool) -> bool:
+    return self_is_model and isinstance(arg, ast.Name) and arg.id == "self"
+
+
+def _built_with(scope: ast.AST) -> dict[str, list[str]]:
+    """Names the scope assigns a call's result, with the text of that call's arguments:
+    `early_stopping = EarlyStopping(patience=p, checkpoint_path=self.checkpoint_path)`, a
+    checkpointing helper told its file when built (the anomaly-imputation autoencoder of
+    blind set 375 reloads that file after its training loop)."""
+    out: dict[str, list[str]] = {}
+    for n in ast.walk(scope):
+        if (
+            isinstance(n, ast.Assign)
+            and len(n.targets) == 1
+            and isinstance(n.targets[0], ast.Name)
+            and isinstance(n.value, ast.Call)
+        ):
+            args = [*n.value.args, *(k.value for k in n.value.keywords)]
+            out[n.targets[0].id] = [ast.unparse(a) for a in args]
+    return out
 
 
 def _path_names(scope: ast.AST, path: ast.expr | None) -> set[str]:
