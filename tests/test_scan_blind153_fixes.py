@@ -102,18 +102,18 @@ def test_a_gpu_name_for_the_log_is_no_cpu_fallback_3d_vla_trainer(tmp_path):
     not read as contradicting the file's own fallback (set 156, three false findings): its
     class is the one of files without a CPU fallback."""
 
-    def grounds(folder, text: str) -> str:
+    def judged(folder, text: str) -> tuple[str, str]:
         (folder / "lib").mkdir(parents=True)
         (folder / "lib" / "meta.py").write_text(text)
         found = scan_paths([str(folder)], ScanOptions(confidence="low"), jobs=1).findings
         (f,) = [f for f in found if f.rule == "TD001"]
-        return f.grounds or ""
+        return f.confidence, f.grounds or ""
 
-    assert "TD001 findings in files without a CPU fallback" in grounds(
-        tmp_path / "a", THREE_D_VLA_TRAINER
-    )
+    confidence, grounds = judged(tmp_path / "a", THREE_D_VLA_TRAINER)
+    assert confidence == "low" and "TD001 findings in files without a CPU fallback" in grounds
+    # with a real fallback the `.cuda()` contradicts the file: its class is shown (sets 3-379)
     falls_back = THREE_D_VLA_TRAINER.replace('else ""', 'else "cpu"')
-    assert "TD001 findings in files with a CPU fallback" in grounds(tmp_path / "b", falls_back)
+    assert judged(tmp_path / "b", falls_back)[0] == "high"
 
 
 def test_a_class_in_a_trainers_folder_is_training_code_3d_vla(tmp_path):

@@ -56,7 +56,7 @@ def test_a_dtype_cast_in_the_other_branch_is_not_a_device_given():
     assert td001(src) == [(6, "high"), (7, "high")]
 
 
-def _project(tmp_path, calls_elsewhere: int) -> list[tuple[str, str]]:
+def _project(tmp_path, calls_elsewhere: int) -> list[tuple[str, str, str]]:
     """A script that falls back to the CPU and still calls `.cuda()`, in a project whose other
     files call `.cuda()` unguarded `calls_elsewhere` times."""
     tmp_path.mkdir()
@@ -68,18 +68,23 @@ def _project(tmp_path, calls_elsewhere: int) -> list[tuple[str, str]]:
     body = "".join(f"    t{i} = x.cuda()\n" for i in range(calls_elsewhere))
     (tmp_path / "model.py").write_text(f"import torch\nclass M:\n  def f(self, x):\n{body}")
     found = scan_paths([str(tmp_path)], ScanOptions(confidence="low"), jobs=1).findings
-    return [(f.path.rsplit("/", 1)[-1], f.grounds or "") for f in found if f.rule == "TD001"]
+    return [
+        (f.path.rsplit("/", 1)[-1], f.confidence, f.grounds or "")
+        for f in found
+        if f.rule == "TD001"
+    ]
 
 
 def test_cuda_in_a_falling_back_file_of_a_project_written_for_cuda_is_low(tmp_path):
     """Multi-Object-Tracking-and-Segmentation (set 339): 70 unguarded `.cuda()` calls, 31
     shown in files that fall back, all labelled lookalikes (CUDA-only in practice). A project
     with nine such calls in all keeps the finding; with eleven it is low, unless the code must
-    run without CUDA. (Since sets 349-356 joined the table the fallback class is low too: the
-    grounds tell which reason lowers it.)"""
-    (few,) = [why for name, why in _project(tmp_path / "a", 8) if name == "train.py"]
-    assert "outside any guard" not in few and "files with a CPU fallback" in few
-    (many,) = [why for name, why in _project(tmp_path / "b", 10) if name == "train.py"]
-    assert "the project calls `.cuda()` outside any guard in 11 places" in many
+    run without CUDA. (From sets 349-356 to 365-371 the table put the fallback class low too;
+    since sets 372-379 it is shown.)"""
+    (few,) = [(c, why) for name, c, why in _project(tmp_path / "a", 8) if name == "train.py"]
+    assert few[0] != "low" and "outside any guard" not in few[1]
+    (many,) = [(c, why) for name, c, why in _project(tmp_path / "b", 10) if name == "train.py"]
+    assert many[0] == "low"
+    assert "the project calls `.cuda()` outside any guard in 11 places" in many[1]
     portable = scan_paths([str(tmp_path / "b")], ScanOptions(portable=True), jobs=1).findings
     assert any(f.rule == "TD001" and f.path.endswith("train.py") for f in portable)

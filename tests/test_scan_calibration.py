@@ -73,11 +73,12 @@ def test_cuda_in_a_file_that_falls_back_torch_not_compiled_with_cuda_enabled(tmp
     """ "Torch not compiled with CUDA enabled" on the CPU the file falls back to. Real in 69 %
     of the 34 repositories where it fired (sets 3-152), shown while the data did not put it
     under three in five; 54 % of 56 once sets 349-356 joined, just under the bar (a class at
-    it shows this few real ones about one time in five): low, --portable gives it back."""
-    assert _found(tmp_path, FALLING_BACK) == [("TD001", "low")]
+    it shows this few real ones about one time in five); 54 % of 57 once sets 372-379 added a
+    real one, at 0.23 of the time: shown again, high."""
+    assert _found(tmp_path, FALLING_BACK) == [("TD001", "high")]
     assert _found(tmp_path, FALLING_BACK, portable=True) == [("TD001", "high")]
-    why = below_bar("TD001", True, portable=False) or ""
-    assert why.startswith("TD001 findings in files with a CPU fallback were 54 % real")
+    assert below_bar("TD001", True, portable=False) is None
+    assert below_bar("TD001", False, portable=False)  # files without a fallback: still low
 
 
 # AlphaPose's trackers/utils/utils.py (thirty-second blind corpus): the file's only choice by

@@ -62,13 +62,15 @@ def test_json_is_one_versioned_document(project):
     jsonschema.Draft202012Validator(REPORT_SCHEMA).validate(doc)  # the one shared contract
     assert doc["summary"]["files_scanned"] == 2
     assert doc["summary"]["file_errors"] == 2
-    # `.cuda()` in a file that falls back to the CPU is low (the blind corpora put its class
-    # just under the bar since sets 349-356) unless --portable; its load without map_location
-    # is shown (the newest sets put its class over it), and so is the one without weights_only
-    assert {f["id"] for f in doc["findings"]} == {"TD101", "TD102"}
-    assert doc["summary"]["below_confidence"] == 1
+    # the load without map_location in a file that falls back is shown (the newest sets put
+    # its class over the bar), and so is the one without weights_only; whether `.cuda()` there
+    # is shown follows the table (low from sets 349-356 to 365-371, shown since 372-379), and
+    # --portable shows it whatever the table says: what the default hides is counted
+    assert {f["id"] for f in doc["findings"]} >= {"TD101", "TD102"}
     portable = json.loads(run_cli("scan", str(project), "--json", "--portable").stdout)
     assert {f["id"] for f in portable["findings"]} == {"TD001", "TD101", "TD102"}
+    hidden = len(portable["findings"]) - len(doc["findings"])
+    assert doc["summary"]["below_confidence"] == hidden
     f = next(f for f in portable["findings"] if f["id"] == "TD001")
     assert set(f) >= {"id", "level", "message", "subject", "remedies", "details", "doc"}
     assert f["subject"] == f"{f['details']['path']}:{f['details']['line']}:{f['details']['col']}"
