@@ -344,6 +344,17 @@ KIND_RULES: dict[str, frozenset[str]] = {
     "hardcoded-cuda-index": frozenset({"TD002"}),
     # a schedule tensor kept on the CPU (no buffer) indexed with GPU timesteps
     "cpu-buffer-device-index": frozenset({"TD301", "TD303"}),
+    # Kinds of sets 380-387, mapped before the scan was run on them. `x.to(device)` whose
+    # result is dropped: no rule reads it.
+    "discarded-to-result": frozenset(),
+    # a tensor not moved to the model's device before the call: the nearest is TD303
+    "input-not-on-model-device": frozenset({"TD303"}),
+    # pack_padded_sequence given lengths on the GPU (they must be a CPU tensor): no rule
+    "pack-lengths-on-device": frozenset(),
+    # torch.load(…, map_location="cuda"): a hard-coded CUDA device for the load
+    "map-location-cuda": frozenset({"TD002", "TD101"}),
+    # a batch size divided by torch.cuda.device_count(): no rule
+    "cuda-device-count-divisor": frozenset(),
 }
 # Label rows the labeller gave one root cause (method.md): recall is also counted per root.
 ONE_ROOT = {("lllyasviel/Fooocus", "ldm_patched/modules/model_management.py")}
