@@ -13,7 +13,7 @@ import ast
 from ..astutil import own_nodes
 from ..context import Check, Context
 from ..meets import meetings
-from .forward_factory import FORWARD_FACTORIES, LIKE_FACTORIES, REDUCING
+from .forward_factory import FORWARD_FACTORIES, LIKE_FACTORIES, REDUCING, moved_in
 from .module_attribute import is_scalar_factory
 from .numpy_call import _last_assigned, _on_device, _placement
 
@@ -146,18 +146,6 @@ def _made_of(value: ast.expr, node: ast.Call) -> bool:
     return isinstance(value, ast.UnaryOp) and _made_of(value.operand, node)
 
 
-def _moved(body: list[ast.AST], name: str) -> bool:
-    """`noise = noise.to(x.device)` (or `.cuda()`, `.type_as(x)`) somewhere in the function."""
-    return any(
-        isinstance(n, ast.Call)
-        and isinstance(n.func, ast.Attribute)
-        and n.func.attr in ("to", "cuda", "type_as")
-        and isinstance(n.func.value, ast.Name)
-        and n.func.value.id == name
-        for n in own_nodes(body)
-    )
-
-
 def _partner(ctx: Context, fn: ast.AST, is_it, scalar: bool) -> ast.expr | None:
     """A device tensor that meets the factory's result (`is_it` tells its expressions) where
     torch asks both to share a device; for a 0-dim result, only as a clamp's bound."""
@@ -212,7 +200,7 @@ def on_call(ctx: Context, node: ast.Call) -> None:
         if isinstance(stmt, ast.Assign) and _made_of(stmt.value, node) and len(stmt.targets) == 1:
             t = stmt.targets[0]
             target, value = (t.id, stmt.value) if isinstance(t, ast.Name) else (None, None)
-    if target is not None and _moved(body, target):
+    if target is not None and moved_in(body, target):
         return
 
     def is_it(e: ast.expr) -> bool:

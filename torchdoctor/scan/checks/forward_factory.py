@@ -42,32 +42,25 @@ def _assigned_to(f: ast.AST, node: ast.Call) -> tuple[str, ast.Assign] | None:
     return None
 
 
-def _harmless_uses(ctx: Context, node: ast.Call) -> bool:
-    """Every use of the factory's name is one where a CPU tensor is fine: an index, a loop, a
-    comparison (astutil.only_harmless_uses)."""
-    f = ctx.func
-    found = _assigned_to(f.node, node) if f is not None else None
-    if f is None or found is None:
+def _harmless_uses(fn: ast.AST, found: tuple[str, ast.Assign] | None) -> bool:
+    """Every use of the factory's name (`found`: the name and its assignment) is one where a
+    CPU tensor is fine: an index, a loop, a comparison (astutil.only_harmless_uses)."""
+    if found is None:
         return False
     target, assign = found
-    return only_harmless_uses(f.node, lambda n: isinstance(n, ast.Name) and n.id == target, assign)
+    return only_harmless_uses(fn, lambda n: isinstance(n, ast.Name) and n.id == target, assign)
 
 
-def _moved(ctx: Context, node: ast.Call) -> bool:
-    """`idx = torch.arange(n)` … `idx = idx.to(x.device)` / `idx.type_as(x)` in the same
-    function: the tensor reaches the right device before it meets the model's."""
-    f = ctx.func
-    found = _assigned_to(f.node, node) if f is not None else None
-    if f is None or found is None:
-        return False
-    target = found[0]
+def moved_in(body: list[ast.AST], name: str) -> bool:
+    """`idx = torch.arange(n)` … `idx = idx.to(x.device)` / `.cuda()` / `idx.type_as(x)` in
+    the same function: the tensor reaches the right device before it meets the model's."""
     return any(
         isinstance(sub, ast.Call)
         and isinstance(sub.func, ast.Attribute)
         and sub.func.attr in MOVING_METHODS
         and isinstance(sub.func.value, ast.Name)
-        and sub.func.value.id == target
-        for sub in own_nodes(list(f.node.body))
+        and sub.func.value.id == name
+        for sub in own_nodes(body)
     )
 
 
@@ -130,7 +123,9 @@ def _combinations(ctx: Context, f: ast.AST) -> list[Meet]:
     return out
 
 
-def _meets_input(ctx: Context, node: ast.Call, scalar: bool = False) -> bool:
+def _meets_input(
+    ctx: Context, node: ast.Call, found: tuple[str, ast.Assign] | None, scalar: bool = False
+) -> bool:
     """Is the factory's result combined with forward's inputs in one computation (`x +
     torch.randn(n)`, `torch.cat([h, torch.zeros(b, 1)])`, directly or through the name it is
     assigned to)? That is the crash on a GPU. A factory that meets no input (an index, a
@@ -140,7 +135,6 @@ def _meets_input(ctx: Context, node: ast.Call, scalar: bool = False) -> bool:
     f = ctx.func
     if f is None:
         return False
-    found = _assigned_to(f.node, node)
     target = found[0] if found else None
 
     def ours(e: ast.expr) -> bool:
@@ -182,18 +176,19 @@ def on_call(ctx: Context, node: ast.Call) -> None:
         return
     if _compared_with_numbers(ctx, node):
         return
+    found = _assigned_to(f.node, node)  # the name the factory's result is kept in, if any
     if is_scalar_factory(func.attr, node):
-        if _meets_input(ctx, node, scalar=True):  # `x.clamp(min=torch.tensor(0.0))`
+        if _meets_input(ctx, node, found, scalar=True):  # `x.clamp(min=torch.tensor(0.0))`
             _report(ctx, node, func, meets=True)
         return
     if isinstance(ctx.parents.get(id(node)), ast.Subscript):
         return  # `x[torch.arange(b), idx]`: CPU indices work on tensors on any device
     if ctx.then.get(id(node)) == "cpu":
         return  # `torch.zeros(…).cpu()`: put on the CPU on purpose (Real-Time-Voice-Cloning)
-    if _moved(ctx, node) or _position_table(ctx):
+    if (found and moved_in(list(f.node.body), found[0])) or _position_table(ctx):
         return
-    meets = _meets_input(ctx, node)
-    if not meets and _harmless_uses(ctx, node):
+    meets = _meets_input(ctx, node, found)
+    if not meets and _harmless_uses(f.node, found):
         return  # an index, a loop, a comparison with no input: fine on the CPU
     _report(ctx, node, func, meets)
 
