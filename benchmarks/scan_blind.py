@@ -355,6 +355,9 @@ KIND_RULES: dict[str, frozenset[str]] = {
     "map-location-cuda": frozenset({"TD002", "TD101"}),
     # a batch size divided by torch.cuda.device_count(): no rule
     "cuda-device-count-divisor": frozenset(),
+    # Kinds of sets 388-395, mapped before the scan was run on them. `.to(t.get_device())`,
+    # -1 for a CPU tensor: no rule reads get_device().
+    "get-device-index": frozenset(),
 }
 # Label rows the labeller gave one root cause (method.md): recall is also counted per root.
 ONE_ROOT = {("lllyasviel/Fooocus", "ldm_patched/modules/model_management.py")}
