@@ -3,8 +3,12 @@ for these lines): each test is named after the labelled line it reproduces."""
 
 from __future__ import annotations
 
+import sys
 import textwrap
 
+import pytest
+
+from torchdoctor.scan import scan_paths
 from torchdoctor.scan.engine import ScanOptions, scan_source
 
 
@@ -49,3 +53,27 @@ def test_a_load_before_the_training_call_still_reads_an_earlier_run():
 def test_a_call_that_does_not_train_is_not_taken_for_the_writer():
     src = DISTILL.replace("distiller.train_student(", "distiller.evaluate_student(")
     assert [r for r, _ in rules(src)] == ["TD101"]
+
+
+def _newer() -> str:
+    return f"{sys.version_info[0]}.{sys.version_info[1] + 1}"
+
+
+@pytest.mark.parametrize("requires", [f">={_newer()}", None])
+def test_syntax_error_expected_paren_says_the_project_needs_a_newer_python_unit_hifigan(
+    tmp_path, requires
+):
+    """bootphon/unit-hifigan's model.py (set 388) writes `def tensor_from_name[T](…)` (PEP 695)
+    under `requires-python = ">=3.13"`; a scan on 3.11 reported only "syntax error: expected
+    '('" and lost the file's two hub loads without weights_only. Now the error says which
+    Python the project needs; without requires-python it stays as it was."""
+    if requires:
+        (tmp_path / "pyproject.toml").write_text(
+            f'[project]\nname = "x"\nrequires-python = "{requires}"\n'
+        )
+    (tmp_path / "model.py").write_text("import torch\ndef f(:\n    pass\n")
+    result = scan_paths([str(tmp_path)], ScanOptions(), jobs=1)
+    (error,) = result.errors
+    assert error.message.startswith("syntax error: ")
+    hint = f"the project requires Python >= {_newer()}; this scan runs on"
+    assert (hint in error.message) == bool(requires)

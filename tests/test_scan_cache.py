@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 
 import pytest
 
-from torchdoctor.scan import ScanOptions, engine, scan_paths
+from torchdoctor.scan import ScanOptions, cache, engine, scan_paths
 
 from .conftest import run_cli
 
@@ -142,3 +143,13 @@ def test_runs_over_other_files_share_one_cache_file(tree, tmp_path):
     assert sorted(os.path.basename(p) for p in json.loads(stored.read_text())["files"]) == [
         "train.py"
     ]
+
+
+def test_another_python_does_not_reuse_the_records(tree, tmp_path, monkeypatch):
+    """A file that is `syntax error: expected '('` for Python 3.11 (`def f[T](…)`, PEP 695)
+    parses on 3.12: a cache written by one interpreter is not read by another."""
+    _scan(tree, tmp_path / "c")
+    assert _scan(tree, tmp_path / "c").cache_hits == 3
+    newer = (sys.version_info[0], sys.version_info[1] + 1, 0, "final", 0)
+    monkeypatch.setattr(cache.sys, "version_info", newer)
+    assert _scan(tree, tmp_path / "c").cache_hits == 0

@@ -23,6 +23,7 @@ import contextlib
 import hashlib
 import json
 import os
+import sys
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -49,9 +50,11 @@ def digest(data: bytes) -> str:
 
 
 def _code_digest() -> str:
-    """torchdoctor's version and the scan's own sources: a changed rule is a different scan,
-    even before a release bumps the version."""
+    """torchdoctor's version, the scan's own sources and the Python that parses: a changed
+    rule is a different scan, even before a release bumps the version, and a file that is a
+    syntax error for Python 3.11 (`def f[T](…)`) parses on 3.12."""
     h = hashlib.blake2b(__version__.encode(), digest_size=16)
+    h.update("python {}.{}".format(*sys.version_info[:2]).encode())
     for p in sorted(_SCAN_DIR.rglob("*.py")):
         with contextlib.suppress(OSError):
             h.update(p.relative_to(_SCAN_DIR).as_posix().encode() + b"\0" + p.read_bytes())

@@ -62,6 +62,7 @@ class ProjectConfig:
     select: frozenset[str] | None = None  # when set, every other rule is silenced
     confidence: str | None = None  # the lowest confidence shown (`confidence = "low"`)
     portable: bool = False  # the code must run without CUDA (`portable = true`): calibration.py
+    python_min: tuple[int, int] | None = None  # `requires-python`'s floor: (3, 13) for ">=3.13"
 
     def ignored_for(self, path: str) -> frozenset[str]:
         """Rule ids (or `*`) silenced in this file: `ignore` and matching per-file-ignores."""
@@ -362,22 +363,25 @@ def config_for_dir(directory: str) -> ProjectConfig:
         cfg = shared_config.Config(exc.path)
         out = ProjectConfig(root=cfg.root)
     torch_min = _torch_min(directory, cfg)
-    python_floor = _python_floor(cfg)
+    python_min = _requires_python(cfg)
+    python_floor = first_release_for_python(python_min) if python_min else None
     if python_floor is not None and (torch_min is None or python_floor > torch_min):
         torch_min = python_floor
-    return dataclasses.replace(out, torch_min=torch_min, problems=tuple(problems))
+    return dataclasses.replace(
+        out, torch_min=torch_min, python_min=python_min, problems=tuple(problems)
+    )
 
 
-def _python_floor(cfg: shared_config.Config) -> tuple[int, int] | None:
-    """The torch floor a project's `requires-python` sets: no torch before 2.9 has a wheel for
-    CPython 3.14, so `requires-python = ">=3.14"` runs torch 2.9 or later, where weights_only
-    is the default (anongecko/flux2-lora-toolkit, blind set 234: four loads its labeller read
-    so)."""
+def _requires_python(cfg: shared_config.Config) -> tuple[int, int] | None:
+    """The lowest Python `requires-python` allows. It also sets a torch floor: no torch before
+    2.9 has a wheel for CPython 3.14, so `requires-python = ">=3.14"` runs torch 2.9 or later,
+    where weights_only is the default (anongecko/flux2-lora-toolkit, blind set 234: four loads
+    its labeller read so)."""
     spec = cfg.project.get("requires-python")
     if not isinstance(spec, str):
         return None
     lows = [(int(a), int(b)) for a, b in REQUIRES_PYTHON_FLOOR.findall(spec)]
-    return first_release_for_python(max(lows)) if lows else None
+    return max(lows) if lows else None
 
 
 def config_for(path: str) -> ProjectConfig:

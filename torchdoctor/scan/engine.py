@@ -12,6 +12,7 @@ import json
 import os
 import re
 import stat
+import sys
 import tokenize
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -260,7 +261,8 @@ def scan_file(path: str, opts: ScanOptions) -> FileRecord:
             path, text, opts, config
         )
     except SyntaxError as exc:
-        record.error = FileError(path, f"syntax error: {exc.msg}", exc.lineno)
+        newer = _newer_python(config)
+        record.error = FileError(path, f"syntax error: {exc.msg}{newer}", exc.lineno)
         return record
     except (ValueError, RecursionError, MemoryError) as exc:
         record.digest = ""  # may depend on the machine (stack depth, memory): not cached
@@ -268,6 +270,20 @@ def scan_file(path: str, opts: ScanOptions) -> FileRecord:
         return record
     record.lines = text.count("\n") + (not text.endswith("\n") and bool(text))
     return record
+
+
+def _newer_python(config: ProjectConfig | None) -> str:
+    """Why a file may not parse here: `ast` knows only the syntax of the Python it runs on,
+    and the project asks for a newer one (unit-hifigan, blind set 388: `def f[T](…)`, PEP 695,
+    under `requires-python = ">=3.13"`, read by a scan on 3.11)."""
+    wanted = config.python_min if config is not None else None
+    if wanted is None or wanted <= sys.version_info[:2]:
+        return ""
+    here = "{}.{}".format(*sys.version_info[:2])
+    return (
+        f" (the project requires Python >= {wanted[0]}.{wanted[1]}; this scan runs on {here},"
+        f" which cannot parse newer syntax: run torchdoctor with Python {wanted[0]}.{wanted[1]})"
+    )
 
 
 PARALLEL_MIN_FILES = 64  # below this, starting worker processes costs more than it saves
