@@ -358,6 +358,11 @@ KIND_RULES: dict[str, frozenset[str]] = {
     # Kinds of sets 388-395, mapped before the scan was run on them. `.to(t.get_device())`,
     # -1 for a CPU tensor: no rule reads get_device().
     "get-device-index": frozenset(),
+    # Kinds of sets 396-403, mapped before the scan was run on them. A whole pickled module
+    # loaded where weights_only=True is the default (torch >= 2.6 required): no rule reads it.
+    "full-model-load-weights-only": frozenset(),
+    # a `cuda=True` / `use_gpu=True` default parameter: TD005 reads device strings only
+    "cuda-default-flag": frozenset(),
 }
 # Label rows the labeller gave one root cause (method.md): recall is also counted per root.
 ONE_ROOT = {("lllyasviel/Fooocus", "ldm_patched/modules/model_management.py")}
