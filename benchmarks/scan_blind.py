@@ -549,9 +549,19 @@ def tree_of(root: Path, entry: dict, corpus: dict | None = None) -> Path:
 
 def missing_blobs(corpus: dict, repo: str) -> list[str]:
     """Files the repository commits whose content its export left out (too large for the
-    snapshot, Git LFS), as corpus.json lists them."""
+    snapshot, Git LFS), as corpus.json lists them: a list, or (as the labellers of 82 sets from
+    318 on wrote it) a table whose `missing_from_snapshot` and `left_out_for_disk_space…` lists
+    name them (submodules and symbolic links are no files to restore)."""
     listed = corpus.get("missing_blobs_left_out_of_export")
     paths = listed.get(repo) if isinstance(listed, dict) else None
+    if isinstance(paths, dict):
+        paths = [
+            p
+            for key, value in paths.items()
+            if key == "missing_from_snapshot" or key.startswith("left_out_for_disk_space")
+            if isinstance(value, list)
+            for p in value
+        ]
     return [p for p in paths if isinstance(p, str)] if isinstance(paths, list) else []
 
 

@@ -162,3 +162,20 @@ def test_a_committed_file_the_export_left_out_is_restored_empty(tmp_path):
     assert (tree / "data" / "kept.pt").read_bytes() == b"PK\x03\x04 real"  # never overwritten
     assert not (tmp_path / "outside.pt").exists()
     assert sb.missing_blobs({"missing_blobs_left_out_of_export": "none"}, "a/b") == []
+
+
+def test_missing_blobs_listed_in_a_table_are_restored_too():
+    """Muti-Speaker_Tacotron2_with_Post-Filter's inference.py loads the committed
+    HiFi_GAN/g_02500000 (set 401), which corpus.json lists under `missing_from_snapshot`: the
+    scorer read only plain lists and left it out, so the load looked like one of no shipped
+    file."""
+    corpus = {
+        "missing_blobs_left_out_of_export": {
+            "BabaiLi/tacotron": {
+                "missing_from_snapshot": ["HiFi_GAN/g_02500000"],
+                "left_out_for_disk_space_over_60000_bytes": ["data/big.pt"],
+                "submodules_not_exported": ["third_party/hifigan"],
+            }
+        }
+    }
+    assert sb.missing_blobs(corpus, "BabaiLi/tacotron") == ["HiFi_GAN/g_02500000", "data/big.pt"]
