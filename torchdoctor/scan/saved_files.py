@@ -51,20 +51,35 @@ FACTORIES = frozenset([
 ])  # fmt: skip
 
 
-def _host_factory(expr: ast.expr) -> bool:
-    """`torch.empty(n, m)`: a tensor built on the CPU (no `device=`)."""
+def _host_factory(expr: ast.expr, torch_names: frozenset[str] = frozenset(["torch"])) -> bool:
+    """`torch.empty(n, m)` (or `th.empty` where the file imports torch as th): a tensor built
+    on the CPU (no `device=`)."""
+    name = dotted(expr.func) if isinstance(expr, ast.Call) else ""
     return (
         isinstance(expr, ast.Call)
-        and dotted(expr.func).startswith("torch.")
-        and dotted(expr.func).rsplit(".", 1)[-1] in FACTORIES
+        and name.split(".", 1)[0] in torch_names
+        and name.rsplit(".", 1)[-1] in FACTORIES
         and not any(k.arg in ("device", None) for k in expr.keywords)
     )
 
 
-def cpu_only(expr: ast.expr, scope: ast.AST | None) -> bool:
-    """Is what is saved CPU-only data, by its text or (a name) by what the scope assigns it:
-    every value a CPU factory's (recognize-anything's batch_inference.py fills
+def _literal_data(expr: ast.expr) -> bool:
+    """`torch.tensor([lo, hi])`: built from a list, tuple or number, not from another tensor
+    (`torch.tensor(t)` of a GPU tensor stays on its GPU, recorded on an H200)."""
+    if not isinstance(expr, ast.Call) or dotted(expr.func).rsplit(".", 1)[-1] != "tensor":
+        return True
+    return bool(expr.args) and isinstance(expr.args[0], (ast.List, ast.Tuple, ast.Constant))
+
+
+def cpu_only(
+    expr: ast.expr, scope: ast.AST | None, torch_names: frozenset[str] = frozenset(["torch"])
+) -> bool:
+    """Is what is saved CPU-only data, by its text, by being built there (`th.save(th.tensor(
+    [lo, hi]), path)`, a min/max file of blind set 396), or (a name) by what the scope assigns
+    it: every value a CPU factory's (recognize-anything's batch_inference.py fills
     `logits = torch.empty(n, k)` with `out.cpu()` rows and saves it; sixteenth blind corpus)?"""
+    if _host_factory(expr, torch_names) and _literal_data(expr):
+        return True
     texts = [ast.unparse(expr)]
     values = []
     if isinstance(expr, ast.Name) and scope is not None:

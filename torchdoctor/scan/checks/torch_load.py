@@ -315,10 +315,13 @@ def _in_same_run(ctx: Context, node: ast.Call) -> bool:
     scope = ctx.func.node if ctx.func is not None else ctx.module
     key = f"saves:{id(scope)}"
     if key not in ctx.memo:
+        savers = _savers(ctx)
         saves = [
-            n
+            (n, to)
             for n in ast.walk(scope)
-            if isinstance(n, ast.Call) and dotted(n.func).endswith("torch.save") and len(n.args) > 1
+            if isinstance(n, ast.Call)
+            for to in [_saved_to(n, savers)]
+            if to is not None
         ]
         f = ctx.func
         handed = _handed_model_and_path(scope, bool(f and f.cls and f.cls.is_module))
@@ -329,12 +332,55 @@ def _in_same_run(ctx: Context, node: ast.Call) -> bool:
     if wanted is None:
         return False
     if any(
-        _path_key(scope, save.args[1]) == wanted and _saved_before(parents, save, node)
-        for save in saves
+        _path_key(scope, to) == wanted and _saved_before(parents, save, node) for save, to in saves
     ):
         return True
     built_from = _path_names(scope, path) | {f"={ast.unparse(path)}"} if path is not None else set()
     return any(name in built_from and _saved_before(parents, call, node) for call, name in handed)
+
+
+def _saved_to(call: ast.Call, savers: dict[str, tuple[int, str]]) -> ast.expr | None:
+    """The path a call writes with torch.save: `torch.save(obj, path)`, or a function of the
+    file that saves to its path parameter (`_atomic_save(state, ckpt_dir / "best_model.pt")`)."""
+    name = dotted(call.func)
+    if name.endswith("torch.save"):
+        return call.args[1] if len(call.args) > 1 else None
+    if isinstance(call.func, ast.Name) and name in savers:
+        return path_argument(call, *savers[name])
+    return None
+
+
+def _savers(ctx: Context) -> dict[str, tuple[int, str]]:
+    """Functions the module defines that torch.save to a path built from one of their
+    parameters, by name: (its position, its name). A meshgraphnet trainer of blind set 400
+    writes its best model through `_atomic_save(obj, path)` (a temporary file beside `path`,
+    then `os.replace`) and reloads it after training."""
+    got = ctx.memo.get("savers")
+    if got is None:
+        got = ctx.memo["savers"] = {}
+        for fn in ctx.module.body:
+            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                found = _saved_parameter(fn)
+                if found is not None:
+                    got[fn.name] = found
+    return got  # type: ignore[return-value]
+
+
+def _saved_parameter(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[int, str] | None:
+    params = [a.arg for a in [*fn.args.posonlyargs, *fn.args.args]]
+    for call in ast.walk(fn):
+        if not (isinstance(call, ast.Call) and dotted(call.func).endswith("torch.save")):
+            continue
+        if len(call.args) < 2:
+            continue
+        names = {n.id for n in ast.walk(call.args[1]) if isinstance(n, ast.Name)}
+        for name in list(names):  # `tmp = path.with_suffix(".tmp")`: one step back
+            for value in assigned_values(fn, name):
+                names |= {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}
+        hit = [p for p in params if p in names]
+        if len(hit) == 1:
+            return params.index(hit[0]), hit[0]
+    return None
 
 
 # What names a model in a call's arguments: `self.model`, `net`, `model.module`, `actor`…

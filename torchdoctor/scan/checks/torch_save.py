@@ -17,7 +17,7 @@ def on_call(ctx: Context, node: ast.Call) -> None:
     if obj is None or dest is None:
         return
     scope = ctx.func.node if ctx.func else ctx.module
-    if cpu_only(obj, scope):
+    if cpu_only(obj, scope, frozenset(ctx.torch_names)):
         ctx.summary.cpu_saves.extend(path_keys(ctx.path, dest))
 
 
