@@ -82,3 +82,29 @@ def test_a_reload_of_what_a_saving_helper_wrote_in_the_loop_is_the_same_run_mesh
 def test_a_helper_that_saves_to_a_fixed_name_does_not_write_the_loaded_path():
     src = WELDING.replace("torch.save(obj, tmp)", 'torch.save(obj, "elsewhere.pt")')
     assert rules(src) == ["TD101"]
+
+
+VERIFY = """
+import torch
+
+
+def load_feat(feat_path):
+    try:
+        feat = torch.load(feat_path, map_location="cpu", weights_only=True)
+    except{handler}:
+        feat = torch.load(feat_path, map_location="cpu")
+    return feat
+"""
+
+
+@pytest.mark.parametrize(
+    ("handler", "flagged"), [("", True), (" Exception", True), (" TypeError", False)]
+)
+def test_a_full_unpickling_after_weights_only_refused_the_file_speaker_verification(
+    handler, flagged
+):
+    """zhangzijie-pro/Speaker-Verification's verify.py 90 (set 400): `try: torch.load(p,
+    weights_only=True) except: torch.load(p)` unpickles in full the very file the safe load
+    refused. Only `except TypeError:` is the fallback for a torch without the keyword."""
+    assert (rules(VERIFY.format(handler=handler)) == ["TD102"]) is flagged
+    assert rules(VERIFY.format(handler=handler)) in ([], ["TD102"])

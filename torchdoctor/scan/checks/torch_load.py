@@ -615,18 +615,35 @@ def _old_torch_fallback(ctx: Context) -> bool:
     """In the `except TypeError:` of a `try` whose load passes weights_only: the fallback for a
     torch older than the keyword (1.13), where a full unpickling is all there is, and the
     author's choice is made in the `try` (diffusion-policy-obstacle-reach-2d's eval scripts,
-    blind set 266: three lookalikes)."""
-    return any(
-        catches(handler.type, "TypeError")
-        and any(
-            isinstance(n, ast.Call)
-            and dotted(n.func).endswith("load")
-            and any(k.arg == "weights_only" for k in n.keywords)
+    blind set 266: three lookalikes); any handler where that load already passes
+    weights_only=False. A wider one (`except:`, `except Exception:`) after weights_only=True
+    also catches the UnpicklingError of a file the safe load refused, and unpickles that
+    very file in full (Speaker-Verification's verify.py, blind set 400, labelled real; the
+    `except TypeError:` fallbacks of sets 319-403 that were labelled, six, were all
+    lookalikes)."""
+    for tried, handler in ctx.handlers:
+        chosen = [
+            k.value
             for stmt in tried.body
             for n in ast.walk(stmt)
-        )
-        for tried, handler in ctx.handlers
-    )
+            if isinstance(n, ast.Call) and dotted(n.func).endswith("load")
+            for k in n.keywords
+            if k.arg == "weights_only"
+        ]
+        if not chosen:
+            continue
+        if _names_type_error_only(handler.type):
+            return True
+        if catches(handler.type, "TypeError") and all(
+            isinstance(v, ast.Constant) and v.value is False for v in chosen
+        ):
+            return True
+    return False
+
+
+def _names_type_error_only(kind: ast.expr | None) -> bool:
+    kinds = kind.elts if isinstance(kind, ast.Tuple) else [kind]
+    return all(k is not None and dotted(k).rsplit(".", 1)[-1] == "TypeError" for k in kinds)
 
 
 def _fixed_relative_path(ctx: Context, node: ast.Call) -> tuple[str, ...] | None:
