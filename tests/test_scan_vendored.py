@@ -173,7 +173,7 @@ def test_vendored_folders(relative, folder):
 def test_every_vendored_name_passes_the_first_look():
     assert all(vendored._HINT.search(name) for name in vendored.VENDORED_DIRS)
     archived = ["legacy", "archive", "archives", "archived", "old", "_old", "deprecated"]
-    archived += ["backup", "backups", "bak", "unused", "obsolete"]
+    archived += ["backup", "backups", "bak", "unused", "obsolete", "trash"]
     assert all(vendored._HINT.search(name) and vendored.archived(name) for name in archived)
 
 
@@ -215,3 +215,13 @@ def test_what_one_files_reasoning_proves_is_lowered_in_vendored_code(tmp_path):
     )
     td003 = {path: conf for path, _, rule, conf in found if rule == "TD003"}
     assert td003 == {"src/train.py": "high", "third_party/t/train.py": "low"}
+
+
+def test_a_trash_folder_is_archived_code_nmt_continual_learning(tmp_path):
+    """salvacarrion/nmt-continual-learning's trash/train_inter.py 187 (set 411): a GPU-saved
+    checkpoint loaded without map_location, labelled a lookalike ("code the project no longer
+    runs"); its load without weights_only was labelled real and stays."""
+    found = scan_tree(tmp_path, {"trash/ex.py": MODEL, "app/net.py": MODEL}, PORTABLE)
+    by = {(path, rule): conf for path, _, rule, conf in found}
+    assert by[("trash/ex.py", "TD001")] == "low" and by[("app/net.py", "TD001")] == "high"
+    assert by[("trash/ex.py", "TD102")] == "high"

