@@ -64,8 +64,9 @@ def _host_factory(expr: ast.expr, torch_names: frozenset[str] = frozenset(["torc
 
 
 def _literal_data(expr: ast.expr) -> bool:
-    """`torch.tensor([lo, hi])`: built from a list, tuple or number, not from another tensor
-    (`torch.tensor(t)` of a GPU tensor stays on its GPU, recorded on an H200)."""
+    """`torch.tensor([lo, hi])`: built from a list, tuple or number, not from another tensor.
+    `torch.tensor(t)` keeps `t`'s device, while a list is read element by element with
+    `.item()` onto the CPU (both seen on the meta device: the list raises in `item()`)."""
     if not isinstance(expr, ast.Call) or dotted(expr.func).rsplit(".", 1)[-1] != "tensor":
         return True
     return bool(expr.args) and isinstance(expr.args[0], (ast.List, ast.Tuple, ast.Constant))
