@@ -366,6 +366,9 @@ KIND_RULES: dict[str, frozenset[str]] = {
     # Kinds of sets 404-411, mapped before the scan was run on them. `eval()` of a field read
     # from a checkpoint: no rule reads eval.
     "unsafe-eval": frozenset(),
+    # Kinds of sets 412-419, mapped before the scan was run on them. A device tensor copied to
+    # the host every step and the copy dropped: a per-step sync, as TD402's `.item()`.
+    "discarded-device-to-host-copy": frozenset({"TD402"}),
 }
 # Label rows the labeller gave one root cause (method.md): recall is also counted per root.
 ONE_ROOT = {("lllyasviel/Fooocus", "ldm_patched/modules/model_management.py")}
