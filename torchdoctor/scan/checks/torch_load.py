@@ -373,10 +373,7 @@ def _saved_parameter(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[int, s
             continue
         if len(call.args) < 2:
             continue
-        names = {n.id for n in ast.walk(call.args[1]) if isinstance(n, ast.Name)}
-        for name in list(names):  # `tmp = path.with_suffix(".tmp")`: one step back
-            for value in assigned_values(fn, name):
-                names |= {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}
+        names = _path_names(fn, call.args[1])  # `tmp = path.with_suffix(".tmp")`: `path`
         hit = [p for p in params if p in names]
         if len(hit) == 1:
             return params.index(hit[0]), hit[0]
